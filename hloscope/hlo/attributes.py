@@ -1,0 +1,164 @@
+"""Decoders for the attribute values hloscope models, from the raw text XLA printed.
+
+The parser keeps every attribute verbatim; these functions turn the ones analyses need into
+typed values. Each raises ValueError with a message on malformed text; the parser turns that
+into a located HloParseError.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Union
+
+from hloscope.hlo.ir import InputOutputAlias, OpMetadata
+from hloscope.hlo.shape import Shape, ShapeError, parse_shape
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "'": "'"}
+_ESCAPE_RE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{2})|(.))")
+
+
+def unquote(text: str) -> str:
+    """The value of a C-escaped string literal as XLA prints it (quotes included)."""
+    body = text[1:-1]
+    if "\\" not in body:
+        return body
+
+    def repl(m: re.Match[str]) -> str:
+        if m.group(1):
+            return chr(int(m.group(1), 8))
+        if m.group(2):
+            return chr(int(m.group(2), 16))
+        return _ESCAPES.get(m.group(3), m.group(3))
+
+    raw = _ESCAPE_RE.sub(repl, body)
+    # Octal escapes are UTF-8 bytes; put them back together where they form valid UTF-8.
+    try:
+        return raw.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return raw
+
+
+def quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+_KV_RE = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)=(?:"((?:[^"\\]|\\.)*)"|([^\s}]+))')
+_METADATA_INT = frozenset({"source_line", "source_end_line", "source_column",
+                           "source_end_column", "stack_frame_id"})
+
+
+def parse_metadata(raw: str) -> OpMetadata:
+    """``{op_type="dot" op_name="jit(f)/dot" source_file="f.py" source_line=3 ...}``."""
+    fields: dict[str, Any] = {}
+    for m in _KV_RE.finditer(raw):
+        key = m.group(1)
+        if key not in OpMetadata.__dataclass_fields__:
+            continue  # e.g. profile_type: kept in the raw attribute, not modelled
+        if key in _METADATA_INT:
+            try:
+                fields[key] = int(m.group(3) if m.group(3) is not None else m.group(2))
+            except ValueError:
+                raise ValueError(f"metadata {key} must be an integer") from None
+        else:
+            value = m.group(2) if m.group(2) is not None else m.group(3)
+            fields[key] = unquote('"' + value + '"') if "\\" in value else value
+    return OpMetadata(**fields)
+
+
+def parse_backend_config(raw: str) -> Union[dict[str, Any], list[Any], str]:
+    """A backend config is JSON (``{...}``) on CPU and GPU, an opaque string elsewhere."""
+    if raw.startswith('"'):
+        text = unquote(raw)
+        if text.startswith("{"):
+            try:
+                value = json.loads(text)
+                if isinstance(value, (dict, list)):
+                    return value
+            except json.JSONDecodeError:
+                pass
+        return text
+    if raw.startswith("{"):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"backend_config is not valid JSON: {e.msg}") from None
+        if isinstance(value, (dict, list)):
+            return value
+    return raw
+
+
+_COMP_NAME_RE = re.compile(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)")
+
+
+def parse_computation_list(raw: str) -> tuple[str, ...]:
+    """``%comp`` or ``{%a, %b}`` → names without '%'."""
+    return tuple(m.group(1) for m in _COMP_NAME_RE.finditer(raw))
+
+
+def parse_name_list(raw: str) -> tuple[str, ...]:
+    """``{%a, %b}`` (control-predecessors) → names without '%'."""
+    return parse_computation_list(raw)
+
+
+def parse_int_list(raw: str) -> tuple[int, ...]:
+    """``{0,1}`` → (0, 1)."""
+    return tuple(int(x) for x in re.findall(r"-?\d+", raw))
+
+
+def parse_program_shape(raw: str) -> tuple[tuple[Shape, ...], Shape]:
+    """``{(f32[2]{0}, s32[])->f32[2]{0}}`` → ((params...), result)."""
+    text = raw.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    depth = 0
+    for i, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "-" and depth == 0 and text.startswith("->", i):
+            try:
+                params = parse_shape(text[:i])
+                result = parse_shape(text[i + 2:])
+            except ShapeError as e:
+                raise ValueError(str(e)) from None
+            return params.tuple_shapes, result
+    raise ValueError("expected '(parameter shapes)->result shape'")
+
+
+_ALIAS_RE = re.compile(
+    r"\{([0-9,\s]*)\}\s*:\s*\(\s*(\d+)\s*(?:,\s*\{([0-9,\s]*)\})?\s*(?:,\s*([a-z-]+))?\s*\)")
+
+
+def parse_input_output_alias(raw: str) -> tuple[InputOutputAlias, ...]:
+    """``{ {0}: (0, {}, may-alias), ... }``."""
+    return tuple(InputOutputAlias(parse_int_list(m.group(1)), int(m.group(2)),
+                                  parse_int_list(m.group(3) or ""), m.group(4) or "may-alias")
+                 for m in _ALIAS_RE.finditer(raw))
+
+
+_DONOR_RE = re.compile(r"\(\s*(\d+)\s*,\s*\{([0-9,\s]*)\}\s*\)")
+
+
+def parse_buffer_donor(raw: str) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """``{ (0, {}), (1, {0}) }``."""
+    return tuple((int(m.group(1)), parse_int_list(m.group(2))) for m in _DONOR_RE.finditer(raw))
+
+
+_FRONTEND_RE = re.compile(r'([A-Za-z_][A-Za-z0-9_.\-]*)\s*=\s*("(?:[^"\\]|\\.)*")')
+
+
+def parse_frontend_attributes(raw: str) -> dict[str, str]:
+    """``{_xla_stream_annotation="1",compute_type="host"}``."""
+    return {m.group(1): unquote(m.group(2)) for m in _FRONTEND_RE.finditer(raw)}
+
+
+_OUTPUT_OPERAND_ALIAS_RE = re.compile(r"\{([0-9,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([0-9,\s]*)\}\s*\)")
+
+
+def parse_output_to_operand_aliasing(
+        raw: str) -> tuple[tuple[tuple[int, ...], int, tuple[int, ...]], ...]:
+    """``{{}: (0, {})}`` → ((output index), operand number, (operand index))."""
+    return tuple((parse_int_list(m.group(1)), int(m.group(2)), parse_int_list(m.group(3)))
+                 for m in _OUTPUT_OPERAND_ALIAS_RE.finditer(raw))

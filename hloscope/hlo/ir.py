@@ -1,0 +1,337 @@
+"""The typed IR of an HLO module: Module, Computation, Instruction and their parts.
+
+Everything is a frozen dataclass. Attributes are kept as (key, raw text) pairs in the order XLA
+printed them, which is what the printer writes back; the fields analyses need (fusion kind,
+called computations, metadata, backend config, ...) are decoded from them by the parser.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional, Union
+
+from hloscope.hlo.shape import Shape
+
+
+class FusionKind(enum.Enum):
+    """``kind=`` of a fusion instruction, in XLA's own spelling."""
+
+    LOOP = "kLoop"
+    INPUT = "kInput"
+    OUTPUT = "kOutput"
+    CUSTOM = "kCustom"
+
+    @classmethod
+    def parse(cls, text: str) -> "FusionKind":
+        return cls(text)
+
+
+# Opcodes whose called computations are control flow: their top-level instructions define
+# buffers of their own (see docs/memory-model.md).
+CONTROL_FLOW_OPCODES = frozenset({"while", "conditional", "call"})
+# Attributes whose value names one or more computations.
+COMPUTATION_ATTRIBUTES = frozenset({
+    "calls", "to_apply", "condition", "body", "branch_computations", "true_computation",
+    "false_computation", "select", "scatter", "called_computations"})
+
+
+@dataclass(frozen=True, slots=True)
+class OpMetadata:
+    """``metadata={...}``: where in the framework program an instruction came from."""
+
+    op_type: str = ""
+    op_name: str = ""
+    source_file: str = ""
+    source_line: int = 0
+    source_end_line: int = 0
+    source_column: int = 0
+    source_end_column: int = 0
+    stack_frame_id: int = 0
+    deduplicated_name: str = ""
+    scheduling_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """A resolved source position: file, line, function (empty where XLA did not record it)."""
+
+    file: str
+    line: int
+    function: str = ""
+    column: int = 0
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where} ({self.function})" if self.function else where
+
+
+@dataclass(frozen=True, slots=True)
+class FileLocation:
+    """One row of the ``FileLocations`` table."""
+
+    file_name_id: int
+    function_name_id: int
+    line: int
+    end_line: int = 0
+    column: int = 0
+    end_column: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StackFrame:
+    """One row of the ``StackFrames`` table; ``parent_frame_id`` 0 means outermost."""
+
+    file_location_id: int
+    parent_frame_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class StackFrameIndex:
+    """The tables current XLA prints after the module header. Ids are 1-based."""
+
+    file_names: tuple[str, ...] = ()
+    function_names: tuple[str, ...] = ()
+    file_locations: tuple[FileLocation, ...] = ()
+    stack_frames: tuple[StackFrame, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.file_names or self.function_names or self.file_locations
+                    or self.stack_frames)
+
+    def location(self, frame_id: int) -> Optional[SourceLocation]:
+        """The innermost source location of a stack frame id, or None if it is not in the table."""
+        if not 0 < frame_id <= len(self.stack_frames):
+            return None
+        frame = self.stack_frames[frame_id - 1]
+        if not 0 < frame.file_location_id <= len(self.file_locations):
+            return None
+        loc = self.file_locations[frame.file_location_id - 1]
+        file = self.file_names[loc.file_name_id - 1] if 0 < loc.file_name_id <= len(
+            self.file_names) else ""
+        func = self.function_names[loc.function_name_id - 1] if 0 < loc.function_name_id <= len(
+            self.function_names) else ""
+        return SourceLocation(file, loc.line, func, loc.column)
+
+    def stack(self, frame_id: int) -> tuple[SourceLocation, ...]:
+        """Innermost-first call stack of a frame id."""
+        out: list[SourceLocation] = []
+        seen: set[int] = set()
+        while frame_id and frame_id not in seen and 0 < frame_id <= len(self.stack_frames):
+            seen.add(frame_id)
+            loc = self.location(frame_id)
+            if loc is not None:
+                out.append(loc)
+            frame_id = self.stack_frames[frame_id - 1].parent_frame_id
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Attribute:
+    """One ``key=value`` attribute, the value as XLA printed it."""
+
+    key: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """One HLO instruction.
+
+    ``operands`` are the names of the instructions it reads, in order. For ``parameter`` the
+    number is ``parameter_number``; for ``constant`` the literal text is ``literal``. Every
+    attribute is in ``attributes`` verbatim; the fields below it are decoded from them.
+    """
+
+    name: str
+    opcode: str
+    shape: Shape
+    operands: tuple[str, ...] = ()
+    attributes: tuple[Attribute, ...] = ()
+    is_root: bool = False
+    parameter_number: Optional[int] = None
+    literal: Optional[str] = None
+    # Decoded from attributes (never printed from these fields, so they cannot disagree).
+    called_computations: tuple[str, ...] = field(default=(), compare=False)
+    fusion_kind: Optional[FusionKind] = field(default=None, compare=False)
+    metadata: Optional[OpMetadata] = field(default=None, compare=False)
+    backend_config: Union[dict[str, Any], list[Any], str, None] = field(default=None,
+                                                                        compare=False)
+    control_predecessors: tuple[str, ...] = field(default=(), compare=False)
+
+    def attribute(self, key: str) -> Optional[str]:
+        """The raw text of attribute ``key``, or None."""
+        for a in self.attributes:
+            if a.key == key:
+                return a.value
+        return None
+
+    @property
+    def custom_call_target(self) -> Optional[str]:
+        raw = self.attribute("custom_call_target")
+        return raw[1:-1] if raw is not None and raw.startswith('"') else raw
+
+    @property
+    def backend_fusion_kind(self) -> Optional[str]:
+        """The backend's own fusion kind, e.g. ``__triton_gemm`` from ``backend_config``."""
+        cfg = self.backend_config
+        if isinstance(cfg, dict):
+            fusion_cfg = cfg.get("fusion_backend_config") or cfg.get("fusion_config")
+            if isinstance(fusion_cfg, dict) and isinstance(fusion_cfg.get("kind"), str):
+                return str(fusion_cfg["kind"])
+        return None
+
+    @property
+    def tuple_index(self) -> Optional[int]:
+        raw = self.attribute("index")
+        return int(raw) if raw is not None and raw.lstrip("-").isdigit() else None
+
+
+@dataclass(frozen=True, slots=True)
+class Computation:
+    """A named list of instructions; its root is the instruction marked ROOT (else the last)."""
+
+    name: str
+    instructions: tuple[Instruction, ...]
+    is_entry: bool = False
+    execution_thread: Optional[str] = None
+    _index: dict[str, Instruction] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {i.name: i for i in self.instructions})
+
+    @property
+    def root(self) -> Instruction:
+        for instr in self.instructions:
+            if instr.is_root:
+                return instr
+        return self.instructions[-1]
+
+    @property
+    def parameters(self) -> tuple[Instruction, ...]:
+        params = [i for i in self.instructions if i.opcode == "parameter"]
+        return tuple(sorted(params, key=lambda i: i.parameter_number or 0))
+
+    def instruction(self, name: str) -> Instruction:
+        return self._index[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self) -> Iterator[Instruction]:
+        return iter(self.instructions)
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+
+@dataclass(frozen=True, slots=True)
+class InputOutputAlias:
+    """One entry of ``input_output_alias``: output ``output_index`` may reuse a parameter."""
+
+    output_index: tuple[int, ...]
+    parameter_number: int
+    parameter_index: tuple[int, ...]
+    kind: str = "may-alias"
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    """An HLO module. ``attributes`` are the header's, verbatim and in order."""
+
+    name: str
+    computations: tuple[Computation, ...]
+    entry_name: str
+    attributes: tuple[Attribute, ...] = ()
+    stack_frame_index: StackFrameIndex = StackFrameIndex()
+    source: str = field(default="<string>", compare=False)
+    _index: dict[str, Computation] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {c.name: c for c in self.computations})
+
+    @property
+    def entry(self) -> Computation:
+        return self._index[self.entry_name]
+
+    def computation(self, name: str) -> Computation:
+        return self._index[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def attribute(self, key: str) -> Optional[str]:
+        for a in self.attributes:
+            if a.key == key:
+                return a.value
+        return None
+
+    @property
+    def is_scheduled(self) -> bool:
+        return self.attribute("is_scheduled") == "true"
+
+    @property
+    def replica_count(self) -> int:
+        raw = self.attribute("replica_count")
+        return int(raw) if raw is not None and raw.isdigit() else 1
+
+    @property
+    def num_partitions(self) -> int:
+        raw = self.attribute("num_partitions")
+        return int(raw) if raw is not None and raw.isdigit() else 1
+
+    @property
+    def entry_computation_layout(self) -> Optional[tuple[tuple[Shape, ...], Shape]]:
+        """(parameter shapes, result shape) from the header, or None if it has none."""
+        from hloscope.hlo.attributes import parse_program_shape
+        raw = self.attribute("entry_computation_layout")
+        return parse_program_shape(raw) if raw is not None else None
+
+    @property
+    def input_output_alias(self) -> tuple[InputOutputAlias, ...]:
+        from hloscope.hlo.attributes import parse_input_output_alias
+        raw = self.attribute("input_output_alias")
+        return parse_input_output_alias(raw) if raw is not None else ()
+
+    @property
+    def buffer_donor(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        from hloscope.hlo.attributes import parse_buffer_donor
+        raw = self.attribute("buffer_donor")
+        return parse_buffer_donor(raw) if raw is not None else ()
+
+    @property
+    def frontend_attributes(self) -> dict[str, str]:
+        from hloscope.hlo.attributes import parse_frontend_attributes
+        raw = self.attribute("frontend_attributes")
+        return parse_frontend_attributes(raw) if raw is not None else {}
+
+    def source_location(self, instr: Instruction) -> Optional[SourceLocation]:
+        """File, line and function an instruction came from: its stack frame, else its
+        ``source_file``/``source_line`` metadata, else None."""
+        md = instr.metadata
+        if md is None:
+            return None
+        if md.stack_frame_id:
+            loc = self.stack_frame_index.location(md.stack_frame_id)
+            if loc is not None:
+                return loc
+        if md.source_file or md.source_line:
+            return SourceLocation(md.source_file, md.source_line, "", md.source_column)
+        return None
+
+    def called_by(self) -> dict[str, list[tuple[Computation, Instruction]]]:
+        """For each computation name, the (computation, instruction) pairs that call it."""
+        out: dict[str, list[tuple[Computation, Instruction]]] = {}
+        for comp in self.computations:
+            for instr in comp.instructions:
+                for callee in instr.called_computations:
+                    out.setdefault(callee, []).append((comp, instr))
+        return out
+
+    def fused_computation_names(self) -> frozenset[str]:
+        """Names of computations called by a fusion instruction."""
+        return frozenset(callee for comp in self.computations for i in comp.instructions
+                         if i.opcode == "fusion" for callee in i.called_computations)

@@ -1,0 +1,642 @@
+"""HLO text → hloscope.hlo.ir.Module.
+
+One tokenizer (a compiled regular expression with named groups) and one recursive-descent
+method per grammar rule. Every error is an HloParseError that points at a character: file, line,
+column, what was expected and what was found. A module is returned whole or not at all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Optional, Union
+
+from hloscope.hlo import attributes as attrs
+from hloscope.hlo.ir import (
+    COMPUTATION_ATTRIBUTES,
+    Attribute,
+    Computation,
+    FileLocation,
+    FusionKind,
+    Instruction,
+    Module,
+    StackFrame,
+    StackFrameIndex,
+)
+from hloscope.hlo.shape import Shape, ShapeError, parse_array_shape, tuple_shape
+
+
+class HloParseError(Exception):
+    """Malformed HLO text, located at a character."""
+
+    def __init__(self, source: str, line: int, column: int, expected: str, found: str,
+                 line_text: str = "") -> None:
+        self.source = source
+        self.line = line
+        self.column = column
+        self.expected = expected
+        self.found = found
+        self.line_text = line_text
+        super().__init__(self.format())
+
+    @property
+    def message(self) -> str:
+        if self.found:
+            return f"expected {self.expected}, found {self.found}"
+        return self.expected
+
+    def format(self, caret: bool = False) -> str:
+        """``FILE:LINE:COL: error: ...``, optionally followed by the line and a caret."""
+        head = f"{self.source}:{self.line}:{self.column}: error: {self.message}"
+        if caret and self.line_text:
+            shown = self.line_text.expandtabs(1)
+            if len(shown) > 200:  # long lines: show a window around the column
+                lo = max(0, self.column - 100)
+                shown, col = shown[lo:lo + 200], self.column - lo
+            else:
+                col = self.column
+            return f"{head}\n  {shown}\n  {' ' * (col - 1)}^"
+        return head
+
+
+# Token kinds. SHAPE is a whole array shape with its layout; BRACED is a brace group with no
+# brace nested inside (metadata, dimensions, most attribute values), so the grammar sees it once.
+_TOKEN_RE = re.compile(
+    r"(?P<NL>\n)"
+    r"|(?P<WS>[ \t\r\f\v]+)"
+    r"|(?P<COMMENT>/\*.*?\*/)"
+    r'|(?P<STRING>"(?:[^"\\\n]|\\.)*")'
+    r"|(?P<SHAPE>[a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?)"
+    r'|(?P<BRACED>\{(?:[^{}"\n]|"(?:[^"\\\n]|\\.)*")*\})'
+    r"|(?P<NAME>%?[A-Za-z_][A-Za-z0-9_.]*(?:-[A-Za-z0-9_.]+)*)"
+    r"|(?P<NUMBER>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+    r"|(?P<ARROW>->)"
+    r"|(?P<PUNCT>[{}()\[\],=:*<>?+\-/.|!@#$^&~;'`])"
+    r"|(?P<ERROR>.)"
+)
+
+_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+_OPEN = frozenset("{([")
+_CLOSE = frozenset("})]")
+_INT_RE = re.compile(r"-?\d+")
+_KV_INT_RE = re.compile(r"([A-Za-z_]+)=(-?\d+)")
+
+
+def tokenize(text: str) -> tuple[list[str], list[str], list[int]]:
+    """Kinds, texts and start offsets of every token, whitespace and comments dropped.
+
+    The lists end with an EOF token. This is the whole lexical pass; the parser adds only the
+    grammar on top of it (benchmarks/parse_speed.py compares the two).
+    """
+    kinds: list[str] = []
+    values: list[str] = []
+    starts: list[int] = []
+    add_kind, add_value, add_start = kinds.append, values.append, starts.append
+    for m in _TOKEN_RE.finditer(text):
+        kind = m.lastgroup
+        if kind == "WS" or kind == "COMMENT":
+            continue
+        add_kind(kind)  # type: ignore[arg-type]
+        add_value(m.group())
+        add_start(m.start())
+    kinds.append("EOF")
+    values.append("")
+    starts.append(len(text))
+    return kinds, values, starts
+
+
+def parse(text: Union[str, bytes], source: str = "<string>") -> Module:
+    """Parse HLO text into a Module. Raises HloParseError on any malformed input."""
+    if isinstance(text, bytes):
+        text = _decode(text, source)
+    return _Parser(text, source).module()
+
+
+def parse_file(path: Union[str, "os.PathLike[str]"], source: Optional[str] = None) -> Module:
+    """Parse a file of HLO text; ``source`` names it in errors (default: the path)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return parse(data, source or os.fspath(path))
+
+
+def _decode(data: bytes, source: str) -> str:
+    bad = data.find(b"\x00")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        bad = e.start if bad < 0 else min(bad, e.start)
+        text = ""
+    if bad >= 0:
+        prefix = data[:bad].decode("utf-8", "replace")
+        line = prefix.count("\n") + 1
+        col = bad - (data.rfind(b"\n", 0, bad) + 1) + 1
+        raise HloParseError(
+            source, line, col, "HLO text",
+            f"binary data (byte 0x{data[bad]:02x}); is this a serialized HloModuleProto? "
+            "pass the text form (e.g. Compiled.as_text() or --xla_dump_hlo_as_text)")
+    return text
+
+
+class _Parser:
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text
+        self.source = source
+        self.kinds, self.values, self.starts = tokenize(text)
+        self.i = 0
+        # Checked once the whole module is read (callees may be printed after their callers).
+        self.calls: list[tuple[tuple[str, ...], Attribute, int]] = []
+
+    # ---------------------------------------------------------------- errors and token helpers
+    def error_at(self, pos: int, expected: str, found: Optional[str] = None) -> HloParseError:
+        text = self.text
+        line = text.count("\n", 0, pos) + 1
+        line_start = text.rfind("\n", 0, pos) + 1
+        line_end = text.find("\n", pos)
+        if line_end < 0:
+            line_end = len(text)
+        if found is None:
+            found = self._describe(pos)
+        return HloParseError(self.source, line, pos - line_start + 1, expected, found,
+                             text[line_start:line_end])
+
+    def error(self, expected: str, i: Optional[int] = None) -> HloParseError:
+        i = self.i if i is None else i
+        return self.error_at(self.starts[i], expected, self._describe_token(i))
+
+    def _describe_token(self, i: int) -> str:
+        kind, value = self.kinds[i], self.values[i]
+        if kind == "EOF":
+            return "end of file"
+        if kind == "NL":
+            return "end of line"
+        if kind == "ERROR" and value == '"':
+            return "an unterminated string"
+        if len(value) > 40:
+            value = value[:37] + "..."
+        return f"'{value}'"
+
+    def _describe(self, pos: int) -> str:
+        if pos >= len(self.text):
+            return "end of file"
+        if self.text[pos] == "\n":
+            return "end of line"
+        return f"'{self.text[pos:pos + 20].splitlines()[0]}'"
+
+    def skip_nl(self) -> None:
+        kinds = self.kinds
+        i = self.i
+        while kinds[i] == "NL":
+            i += 1
+        self.i = i
+
+    def expect_punct(self, value: str) -> None:
+        if self.values[self.i] != value or self.kinds[self.i] not in ("PUNCT", "ARROW"):
+            raise self.error(f"'{value}'")
+        self.i += 1
+
+    def expect_name(self, what: str) -> str:
+        if self.kinds[self.i] != "NAME":
+            raise self.error(what)
+        value = self.values[self.i]
+        self.i += 1
+        return value[1:] if value[0] == "%" else value
+
+    def token_end(self, i: int) -> int:
+        return self.starts[i] + len(self.values[i])
+
+    # ---------------------------------------------------------------- module
+    def module(self) -> Module:
+        self.skip_nl()
+        if self.kinds[self.i] == "EOF":
+            raise self.error_at(len(self.text), "'HloModule' header", "an empty file")
+        if self.values[self.i] != "HloModule":
+            raise self.error("'HloModule' header")
+        self.i += 1
+        name = self.expect_name("a module name")
+        header = self.attribute_list()
+        for a in header:
+            if a.key == "entry_computation_layout":
+                try:
+                    attrs.parse_program_shape(a.value)
+                except ValueError as e:
+                    raise self.error_at(self.text.find(a.value, self.starts[0]),
+                                        "an entry computation layout like {(f32[2])->f32[2]}",
+                                        str(e)) from None
+        self.end_of_line("end of line after the module header")
+        tables = self.stack_frame_tables()
+        computations: list[Computation] = []
+        entry_name: Optional[str] = None
+        names: dict[str, int] = {}
+        while True:
+            self.skip_nl()
+            if self.kinds[self.i] == "EOF":
+                break
+            start = self.i
+            comp = self.computation()
+            if comp.name in names:
+                raise self.error_at(self.starts[start] + (6 if comp.is_entry else 0),
+                                    "a computation name not used before",
+                                    f"a second computation named '{comp.name}'")
+            names[comp.name] = start
+            if comp.is_entry:
+                if entry_name is not None:
+                    raise self.error_at(self.starts[start], "one ENTRY computation",
+                                        f"a second ENTRY '{comp.name}'")
+                entry_name = comp.name
+            computations.append(comp)
+        if not computations:
+            raise self.error_at(len(self.text), "a computation", "end of file")
+        for callees, attribute, line_pos in self.calls:
+            for callee in callees:
+                if callee not in names:
+                    raise self.error_at(self._attribute_pos_in_line(attribute, line_pos),
+                                        "the name of a computation in this module",
+                                        f"'{callee}', which is not defined")
+        if entry_name is None:
+            # XLA's own rule: with no ENTRY marker, the last computation is the entry.
+            last = computations[-1]
+            entry_name = last.name
+            computations[-1] = Computation(last.name, last.instructions, True,
+                                           last.execution_thread)
+        return Module(name, tuple(computations), entry_name, header, tables, self.source)
+
+    def end_of_line(self, expected: str) -> None:
+        kind = self.kinds[self.i]
+        if kind != "NL" and kind != "EOF":
+            raise self.error(expected)
+
+    def attribute_list(self) -> tuple[Attribute, ...]:
+        """``(, key=value)*``, each value kept verbatim."""
+        out: list[Attribute] = []
+        kinds, values = self.kinds, self.values
+        while values[self.i] == "," and kinds[self.i] == "PUNCT":
+            self.i += 1
+            if kinds[self.i] != "NAME":
+                raise self.error("an attribute name")
+            key = values[self.i]
+            self.i += 1
+            if values[self.i] != "=":
+                raise self.error(f"'=' after attribute '{key}'")
+            self.i += 1
+            out.append(Attribute(key, self.attribute_value(key)))
+        return out  # type: ignore[return-value]
+
+    def attribute_value(self, key: str) -> str:
+        """Raw text up to the next ',' or end of line at bracket depth 0."""
+        kinds, values = self.kinds, self.values
+        first = i = self.i
+        # Fast path: a single-token value (a brace group, a name, a number, a string).
+        if kinds[i] in ("BRACED", "NAME", "NUMBER", "STRING") and kinds[i + 1] in (
+                "NL", "EOF") or values[i + 1] in (",", "}") and kinds[i + 1] == "PUNCT":
+            if kinds[i] in ("BRACED", "NAME", "NUMBER", "STRING"):
+                self.i = i + 1
+                return values[i]
+        depth = 0
+        opened: list[int] = []
+        while True:
+            kind = kinds[i]
+            if kind == "EOF":
+                if depth:
+                    raise self.error_at(self.starts[opened[-1]],
+                                        f"a closing bracket for this one in attribute '{key}'",
+                                        "end of file before it")
+                break
+            if kind == "PUNCT":
+                v = values[i]
+                if v in _OPEN:
+                    depth += 1
+                    opened.append(i)
+                elif v in _CLOSE:
+                    if depth == 0:
+                        break
+                    depth -= 1
+                    opened.pop()
+                elif v == "," and depth == 0:
+                    break
+            elif kind == "NL" and depth == 0:
+                break
+            elif kind == "ERROR":
+                raise self.error(f"a value for attribute '{key}'", i)
+            i += 1
+        if i == first:
+            raise self.error(f"a value for attribute '{key}'", i)
+        self.i = i
+        return self.text[self.starts[first]:self.token_end(i - 1)]
+
+    # ---------------------------------------------------------------- stack frame tables
+    def stack_frame_tables(self) -> StackFrameIndex:
+        tables: dict[str, list[object]] = {t: [] for t in _TABLES}
+        kinds, values = self.kinds, self.values
+        while True:
+            self.skip_nl()
+            if kinds[self.i] != "NAME" or values[self.i] not in tables:
+                break
+            rows = tables[values[self.i]]
+            table = values[self.i]
+            self.i += 1
+            self.end_of_line(f"end of line after '{table}'")
+            self.skip_nl()
+            while kinds[self.i] == "NUMBER":
+                row_id = int(values[self.i])
+                if row_id != len(rows) + 1:
+                    raise self.error(f"row id {len(rows) + 1} in table {table}")
+                self.i += 1
+                if table in ("FileNames", "FunctionNames"):
+                    if kinds[self.i] != "STRING":
+                        raise self.error(f"a quoted name in table {table}")
+                    rows.append(attrs.unquote(values[self.i]))
+                else:
+                    if kinds[self.i] != "BRACED":
+                        raise self.error(f"a {{key=value ...}} row in table {table}")
+                    fields = {k: int(v) for k, v in _KV_INT_RE.findall(values[self.i])}
+                    if table == "FileLocations":
+                        rows.append(FileLocation(
+                            fields.get("file_name_id", 0), fields.get("function_name_id", 0),
+                            fields.get("line", 0), fields.get("end_line", 0),
+                            fields.get("column", 0), fields.get("end_column", 0)))
+                    else:
+                        # XLA prints parent_frame_id one above the id it refers to, so the
+                        # outermost frame shows 1 (0 + 1); undo that, 0 meaning "no parent".
+                        parent = max(fields.get("parent_frame_id", 0) - 1, 0)
+                        rows.append(StackFrame(fields.get("file_location_id", 0), parent))
+                self.i += 1
+                self.end_of_line(f"end of line after a row of table {table}")
+                self.skip_nl()
+        return StackFrameIndex(
+            tuple(tables["FileNames"]), tuple(tables["FunctionNames"]),  # type: ignore[arg-type]
+            tuple(tables["FileLocations"]), tuple(tables["StackFrames"]))  # type: ignore[arg-type]
+
+    # ---------------------------------------------------------------- computations
+    def computation(self) -> Computation:
+        kinds, values = self.kinds, self.values
+        is_entry = False
+        if values[self.i] == "ENTRY" and kinds[self.i] == "NAME":
+            is_entry = True
+            self.i += 1
+        name = self.expect_name("a computation name (or 'ENTRY')")
+        if values[self.i] == "(":
+            self.signature()
+        execution_thread = None
+        if values[self.i] == ",":
+            self.i += 1
+            if values[self.i] != "execution_thread":
+                raise self.error("'execution_thread='")
+            self.i += 1
+            self.expect_punct("=")
+            if kinds[self.i] != "STRING":
+                raise self.error("a quoted thread name")
+            execution_thread = attrs.unquote(values[self.i])
+            self.i += 1
+        if kinds[self.i] == "BRACED":
+            self.split_braced(self.i)  # a body written on one line
+        self.expect_punct("{")
+        open_i = self.i - 1
+        instructions: list[Instruction] = []
+        defined: dict[str, int] = {}
+        uses: list[tuple[Instruction, int]] = []
+        roots = 0
+        while True:
+            self.skip_nl()
+            if kinds[self.i] == "PUNCT" and values[self.i] == "}":
+                self.i += 1
+                break
+            if kinds[self.i] == "EOF":
+                raise self.error_at(self.starts[open_i],
+                                    f"a '}}' closing computation '{name}'",
+                                    "end of file before it")
+            start = self.i
+            instr, operand_at = self.instruction()
+            if instr.name in defined:
+                raise self.error_at(self.starts[start + (1 if instr.is_root else 0)],
+                                    f"a name not used before in computation '{name}'",
+                                    f"a second instruction named '{instr.name}'")
+            defined[instr.name] = start
+            if instr.is_root:
+                roots += 1
+                if roots > 1:
+                    raise self.error("one ROOT per computation", start)
+            instructions.append(instr)
+            uses.append((instr, operand_at))
+            self.end_of_line("',' before another attribute, or end of line")
+        if not instructions:
+            raise self.error_at(self.starts[open_i], f"instructions in computation '{name}'",
+                                "an empty body")
+        for instr, at in uses:
+            for k, operand in enumerate(instr.operands):
+                if operand not in defined:
+                    raise self.error_at(self.starts[self._operand_token(at, k)],
+                                        f"an instruction defined in computation '{name}'",
+                                        f"operand '{operand}', which is not defined")
+            for operand in instr.control_predecessors:
+                if operand not in defined:
+                    raise self.error_at(self._attribute_pos(instr, "control-predecessors", at),
+                                        f"an instruction defined in computation '{name}'",
+                                        f"control predecessor '{operand}', which is not defined")
+        return Computation(name, tuple(instructions), is_entry, execution_thread)
+
+    def _operand_token(self, at: int, k: int) -> int:
+        """Index of the k-th operand's NAME token in an operand list starting at token ``at``
+        (in the long form, shapes are SHAPE tokens, so NAME tokens are exactly the operands)."""
+        i = at
+        kinds = self.kinds
+        while kinds[i] != "EOF":
+            if kinds[i] == "NAME":
+                if k == 0:
+                    return i
+                k -= 1
+            i += 1
+        return at
+
+    def split_braced(self, i: int) -> None:
+        """Re-tokenize a one-line brace group as '{', its contents, '}'."""
+        start = self.starts[i]
+        inner = self.values[i][1:-1]
+        k, v, s = tokenize(inner)
+        self.kinds[i:i + 1] = ["PUNCT"] + k[:-1] + ["PUNCT"]
+        self.values[i:i + 1] = ["{"] + v[:-1] + ["}"]
+        self.starts[i:i + 1] = [start] + [x + start + 1 for x in s[:-1]] + [
+            start + len(inner) + 1]
+
+    def signature(self) -> None:
+        """``(name: shape, ...) -> shape``; the shapes repeat the parameters', so only checked
+        for form."""
+        self.expect_punct("(")
+        if self.values[self.i] != ")":
+            while True:
+                self.expect_name("a parameter name")
+                self.expect_punct(":")
+                self.shape()
+                if self.values[self.i] != ",":
+                    break
+                self.i += 1
+        self.expect_punct(")")
+        self.expect_punct("->")
+        self.shape()
+
+    # ---------------------------------------------------------------- shapes
+    def shape(self) -> Shape:
+        kind = self.kinds[self.i]
+        if kind == "SHAPE":
+            value = self.values[self.i]
+            try:
+                shape = parse_array_shape(value)
+            except ShapeError as e:
+                raise self.error_at(self.starts[self.i] + e.offset, _shape_expectation(e),
+                                    f"'{value}'") from None
+            self.i += 1
+            return shape
+        if kind == "PUNCT" and self.values[self.i] == "(":
+            self.i += 1
+            elements: list[Shape] = []
+            if self.values[self.i] != ")":
+                while True:
+                    elements.append(self.shape())
+                    if self.values[self.i] != ",":
+                        break
+                    self.i += 1
+            self.expect_punct(")")
+            return tuple_shape(tuple(elements))
+        if kind == "NAME" and self.values[self.i] in ("token", "opaque"):
+            self.i += 1
+            return parse_array_shape(self.values[self.i - 1] + "[]")
+        raise self.error("a shape like f32[2,3]{1,0} or (f32[2], s32[])")
+
+    # ---------------------------------------------------------------- instructions
+    def instruction(self) -> tuple[Instruction, int]:
+        kinds, values = self.kinds, self.values
+        is_root = False
+        if values[self.i] == "ROOT" and kinds[self.i] == "NAME":
+            is_root = True
+            self.i += 1
+        line_pos = self.starts[self.i]
+        name = self.expect_name("an instruction name")
+        if values[self.i] != "=":
+            raise self.error("'=' after the instruction name")
+        self.i += 1
+        shape = self.shape()
+        if kinds[self.i] != "NAME":
+            raise self.error("an opcode")
+        opcode = values[self.i]
+        self.i += 1
+        if values[self.i] != "(":
+            raise self.error(f"'(' after opcode '{opcode}'")
+        self.i += 1
+        operand_at = self.i
+        operands: tuple[str, ...] = ()
+        parameter_number = None
+        literal = None
+        if opcode == "parameter":
+            if kinds[self.i] != "NUMBER" or not values[self.i].isdigit():
+                raise self.error("a parameter number")
+            parameter_number = int(values[self.i])
+            self.i += 1
+        elif opcode == "constant":
+            literal = self.literal()
+        else:
+            operands = self.operands()
+        if values[self.i] != ")" or kinds[self.i] != "PUNCT":
+            raise self.error("',' or ')' in the operand list")
+        self.i += 1
+        attributes = self.attribute_list() if values[self.i] == "," else ()
+        called: tuple[str, ...] = ()
+        fusion_kind = None
+        metadata = None
+        backend_config = None
+        control_predecessors: tuple[str, ...] = ()
+        for a in attributes:
+            key = a.key
+            try:
+                if key == "metadata":
+                    metadata = attrs.parse_metadata(a.value)
+                elif key in COMPUTATION_ATTRIBUTES:
+                    names = attrs.parse_computation_list(a.value)
+                    called += names
+                    self.calls.append((names, a, line_pos))
+                elif key == "kind" and opcode == "fusion":
+                    fusion_kind = FusionKind.parse(a.value)
+                elif key == "backend_config":
+                    backend_config = attrs.parse_backend_config(a.value)
+                elif key == "control-predecessors":
+                    control_predecessors = attrs.parse_name_list(a.value)
+            except ValueError as e:
+                raise self.error_at(self._attribute_pos_in_line(a, line_pos),
+                                    _ATTRIBUTE_EXPECTATIONS.get(key, f"a valid '{key}'"),
+                                    str(e) if key != "kind" else f"'{a.value}'") from None
+        instr = Instruction(name, opcode, shape, operands, attributes, is_root,  # type: ignore
+                            parameter_number, literal, called, fusion_kind, metadata,
+                            backend_config, control_predecessors)
+        return instr, operand_at
+
+    def _attribute_pos_in_line(self, a: Attribute, line_pos: int) -> int:
+        """Offset of an attribute's value, searched from the start of its instruction."""
+        pos = self.text.find(f"{a.key}={a.value}", line_pos)
+        return pos + len(a.key) + 1 if pos >= 0 else line_pos
+
+    def _attribute_pos(self, instr: Instruction, key: str, at: int) -> int:
+        for a in instr.attributes:
+            if a.key == key:
+                return self._attribute_pos_in_line(a, self.starts[at])
+        return self.starts[at]
+
+    def operands(self) -> tuple[str, ...]:
+        kinds, values = self.kinds, self.values
+        out: list[str] = []
+        if values[self.i] == ")":
+            return ()
+        while True:
+            while kinds[self.i] == "NL":
+                self.i += 1
+            kind = kinds[self.i]
+            if kind == "SHAPE" or (kind == "PUNCT" and values[self.i] == "("):
+                self.shape()  # long form repeats the operand's shape
+                kind = kinds[self.i]
+            if kind != "NAME":
+                raise self.error("an operand name")
+            v = values[self.i]
+            out.append(v[1:] if v[0] == "%" else v)
+            self.i += 1
+            if values[self.i] != ",":
+                return tuple(out)
+            self.i += 1
+
+    def literal(self) -> str:
+        """Raw literal text inside ``constant(...)``, brackets balanced."""
+        kinds, values = self.kinds, self.values
+        first = i = self.i
+        depth = 0
+        while True:
+            kind = kinds[i]
+            if kind == "EOF":
+                raise self.error("')' closing the constant's literal", i)
+            if kind == "PUNCT":
+                v = values[i]
+                if v in _OPEN:
+                    depth += 1
+                elif v in _CLOSE:
+                    if depth == 0:
+                        break
+                    depth -= 1
+            elif kind == "NL" and depth == 0:
+                raise self.error("')' closing the constant's literal", i)
+            elif kind == "ERROR":
+                raise self.error("a literal value", i)
+            i += 1
+        if i == first:
+            raise self.error("a literal value", i)
+        self.i = i
+        return self.text[self.starts[first]:self.token_end(i - 1)]
+
+
+def _shape_expectation(e: ShapeError) -> str:
+    msg = str(e)
+    if msg.startswith("unknown element type"):
+        return "a primitive type (pred, s8..s64, u8..u64, f16, bf16, f32, f64, f8*, c64, ...); " \
+            + msg
+    return msg
+
+
+_ATTRIBUTE_EXPECTATIONS = {
+    "kind": "a fusion kind (kLoop, kInput, kOutput or kCustom)",
+    "metadata": "metadata like {op_name=\"...\" source_line=N}",
+    "backend_config": "a backend config (JSON or a string)",
+}
