@@ -106,9 +106,12 @@ def parse_int_list(raw: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"-?\d+", raw))
 
 
+_COMMENT_RE = re.compile(r"/\*.*?\*/")
+
+
 def parse_program_shape(raw: str) -> tuple[tuple[Shape, ...], Shape]:
     """``{(f32[2]{0}, s32[])->f32[2]{0}}`` → ((params...), result)."""
-    text = raw.strip()
+    text = _COMMENT_RE.sub("", raw).strip()
     if text.startswith("{") and text.endswith("}"):
         text = text[1:-1]
     depth = 0

@@ -219,9 +219,10 @@ class _Parser:
                 try:
                     attrs.parse_program_shape(a.value)
                 except ValueError as e:
+                    short = a.value if len(a.value) <= 40 else a.value[:37] + "..."
                     raise self.error_at(self.text.find(a.value, self.starts[0]),
                                         "an entry computation layout like {(f32[2])->f32[2]}",
-                                        str(e)) from None
+                                        f"'{short}' ({e})") from None
         self.end_of_line("end of line after the module header")
         tables = self.stack_frame_tables()
         computations: list[Computation] = []

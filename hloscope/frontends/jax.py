@@ -1,0 +1,101 @@
+"""Lower a JAX function to HLO text before and after XLA optimization, for a Target.
+
+JAX is imported here and only here (and only when a function of this module is called), so the
+rest of hloscope works without it. The returned text is the contract with everything downstream.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from hloscope.frontends.targets import Target, get_target
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """HLO text before (``pre``) and after (``post``) optimization, and XLA's own memory figures
+    (``memory``: argument, output, alias and temp bytes from ``Compiled.memory_analysis()``)."""
+
+    pre: str
+    post: str
+    target: str
+    memory: dict[str, int] = field(default_factory=dict)
+
+
+class MissingCompilerError(RuntimeError):
+    pass
+
+
+def _prepare_environment(target: Target) -> None:
+    if target.platform == "cuda":
+        # A deviceless CUDA compile: the plugin must not look for a driver or a GPU.
+        import sys
+        if "jax" in sys.modules and os.environ.get("CUDA_VISIBLE_DEVICES") != "-1":
+            raise MissingCompilerError(
+                "GPU targets need JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 and CUDA_VISIBLE_DEVICES=-1 "
+                "set before JAX is imported; run the GPU lowering in a fresh process")
+        os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+        os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
+
+
+def device_for(target: Target) -> Any:
+    """A JAX device to compile for: the local CPU, or a deviceless TPU/GPU topology's first."""
+    _prepare_environment(target)
+    import jax
+    if target.platform == "cpu":
+        return jax.devices("cpu")[0]
+    from jax.experimental import topologies
+    try:
+        if target.platform == "tpu":
+            topo = topologies.get_topology_desc(topology_name=target.topology, platform="tpu")
+        else:
+            assert target.target_config is not None
+            with open(target.target_config) as f:
+                config = f.read()
+            topo = topologies.get_topology_desc(platform="cuda", target_config=config,
+                                                topology="1x1x1")
+    except Exception as e:  # the plugin missing shows up as many different errors
+        raise MissingCompilerError(
+            f"cannot compile for {target.name}: {str(e).splitlines()[0] if str(e) else e!r}; "
+            f"install it with: pip install -e '.[{target.extra}]'") from e
+    return topo.devices[0]
+
+
+def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = "cpu",
+          static_argnums: tuple[int, ...] = ()) -> Lowered:
+    """Lower and compile ``fn(*args)`` for ``target``; arguments may be arrays or
+    ``jax.ShapeDtypeStruct``s (only shapes and dtypes matter)."""
+    t = get_target(target) if isinstance(target, str) else target
+    device = device_for(t)
+    import jax
+    from jax.sharding import SingleDeviceSharding
+
+    specs = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
+    sharding = SingleDeviceSharding(device)
+    jitted = jax.jit(fn, in_shardings=sharding, static_argnums=static_argnums)
+    lowered = jitted.lower(*specs)
+    pre = lowered.as_text(dialect="hlo", debug_info=True)
+    compiled = lowered.compile()
+    post = compiled.as_text()
+    return Lowered(pre, post, t.name, memory_stats(compiled))
+
+
+def memory_stats(compiled: Any) -> dict[str, int]:
+    """XLA's own figures from ``Compiled.memory_analysis()`` (empty if the backend has none)."""
+    try:
+        stats = compiled.memory_analysis()
+    except Exception:  # some deviceless backends do not implement it
+        return {}
+    if stats is None:
+        return {}
+    keys = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+            "temp_size_in_bytes", "generated_code_size_in_bytes")
+    return {k: int(getattr(stats, k)) for k in keys if hasattr(stats, k)}
+
+
+def lower_entry(entries: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]],
+                name: Optional[str], target: str = "cpu") -> Lowered:
+    fn, args = entries[name] if name is not None else next(iter(entries.values()))
+    return lower(fn, args, target)

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Capture the HLO fixtures that hloscope's tests read, so that anyone can regenerate them.
+
+For each example model and target it writes, under fixtures/<target>/:
+  <model>_<entry>.pre.hlo      HLO before XLA optimization (with source metadata)
+  <model>_<entry>.post.hlo     HLO after optimization (scheduled, fused)
+  <model>_<entry>.memory.json  XLA's Compiled.memory_analysis() figures (JAX only)
+and, for the CPU, an --xla_dump_to directory under fixtures/dumps/ with XLA's buffer assignment,
+memory usage report and live ranges: the ground truth for the memory model.
+
+Usage:
+  python scripts/capture_fixtures.py                   # cpu, plus TPU/GPU targets whose
+                                                       # extras are installed
+  python scripts/capture_fixtures.py --targets cpu,tpu-v3
+  python scripts/capture_fixtures.py --python /path/to/venv/bin/python --targets gpu-h100
+TPU and GPU targets compile without the hardware: pip install -e '.[tpu]' / '.[gpu]'.
+Each non-CPU target runs in its own process (the CUDA plugin needs its environment set before
+JAX is imported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+FIXTURES = os.path.join(ROOT, "fixtures")
+DEFAULT_TARGETS = ("cpu", "tpu-v3", "tpu-v4", "gpu-h100")
+
+
+def jax_models() -> dict[str, dict]:
+    import bert_layer
+    import scan_rnn
+    return {"bert_layer": bert_layer.hloscope_entries(), "scan_rnn": scan_rnn.hloscope_entries()}
+
+
+def write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    print(f"wrote {os.path.relpath(path, ROOT)} ({len(text):,} bytes)")
+
+
+def capture_jax(target: str) -> None:
+    from hloscope.frontends.jax import lower
+    for model, entries in jax_models().items():
+        for entry, (fn, args) in entries.items():
+            lowered = lower(fn, args, target)
+            base = os.path.join(FIXTURES, target, f"{model}_{entry}")
+            write(base + ".pre.hlo", lowered.pre)
+            write(base + ".post.hlo", lowered.post)
+            write(base + ".memory.json", json.dumps(lowered.memory, indent=2, sort_keys=True)
+                  + "\n")
+
+
+def capture_tf() -> None:
+    import bert_layer_tf
+    from hloscope.frontends.tf import lower
+    for entry, (fn, args) in bert_layer_tf.hloscope_tf_entries().items():
+        lowered = lower(fn, args)
+        base = os.path.join(FIXTURES, "cpu", f"bert_layer_tf_{entry}")
+        write(base + ".pre.hlo", lowered.pre)
+        write(base + ".post.hlo", lowered.post)
+
+
+def dump_child(out_dir: str) -> None:
+    """Runs with XLA_FLAGS=--xla_dump_to set: compile the BERT forward once."""
+    import bert_layer
+    from hloscope.frontends.jax import lower
+    fn, args = bert_layer.hloscope_entries()["forward"]
+    lowered = lower(fn, args, "cpu")
+    with open(os.path.join(out_dir, "memory_analysis.json"), "w") as f:
+        json.dump(lowered.memory, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def capture_dump() -> None:
+    dest = os.path.join(FIXTURES, "dumps", "cpu_bert_layer_forward")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={tmp} --xla_dump_hlo_as_text")
+        subprocess.run([sys.executable, __file__, "--dump-child", tmp], env=env, check=True)
+        # Keep only the module of interest (jit_forward), not helper jits such as zeros.
+        keep = [p for p in glob.glob(os.path.join(tmp, "*")) if "jit_forward" in
+                os.path.basename(p) and p.endswith(".txt")]
+        keep.append(os.path.join(tmp, "memory_analysis.json"))
+        if os.path.isdir(dest):
+            shutil.rmtree(dest)
+        os.makedirs(dest)
+        for p in sorted(keep):
+            shutil.copy(p, dest)
+            print(f"wrote {os.path.relpath(os.path.join(dest, os.path.basename(p)), ROOT)}")
+
+
+def available(target: str) -> bool:
+    if target == "cpu":
+        return importlib.util.find_spec("jax") is not None
+    if target.startswith("tpu"):
+        return importlib.util.find_spec("libtpu") is not None
+    if target.startswith("gpu"):
+        return importlib.util.find_spec("jax_cuda12_plugin") is not None
+    return False
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--targets", help="comma-separated targets (default: cpu and each of "
+                    f"{', '.join(DEFAULT_TARGETS[1:])} whose extra is installed)")
+    ap.add_argument("--python", default=sys.executable,
+                    help="interpreter for non-CPU targets (a venv with the tpu/gpu extras)")
+    ap.add_argument("--no-tf", action="store_true", help="skip the TensorFlow model")
+    ap.add_argument("--no-dump", action="store_true", help="skip the --xla_dump_to directory")
+    ap.add_argument("--only-target", help=argparse.SUPPRESS)
+    ap.add_argument("--dump-child", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.dump_child:
+        dump_child(a.dump_child)
+        return 0
+    if a.only_target:
+        capture_jax(a.only_target)
+        return 0
+    targets = a.targets.split(",") if a.targets else [t for t in DEFAULT_TARGETS if
+                                                       t == "cpu" or available(t)]
+    for target in targets:
+        if target == "cpu":
+            capture_jax("cpu")
+            if not a.no_tf:
+                if importlib.util.find_spec("tensorflow") is None:
+                    print("tensorflow not installed: skipping bert_layer_tf", file=sys.stderr)
+                else:
+                    capture_tf()
+            if not a.no_dump:
+                capture_dump()
+        else:
+            env = dict(os.environ)
+            if target.startswith("gpu"):
+                env.update(JAX_SKIP_CUDA_CONSTRAINTS_CHECK="1", CUDA_VISIBLE_DEVICES="-1")
+            subprocess.run([a.python, __file__, "--only-target", target], env=env, check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
