@@ -418,7 +418,8 @@ class _Parser:
                     raise self.error("one ROOT per computation", start)
             instructions.append(instr)
             uses.append((instr, operand_at))
-            self.end_of_line("',' before another attribute, or end of line")
+            if values[self.i] != "}":
+                self.end_of_line("',' before another attribute, or end of line")
         if not instructions:
             raise self.error_at(self.starts[open_i], f"instructions in computation '{name}'",
                                 "an empty body")

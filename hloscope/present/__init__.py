@@ -1,0 +1,1 @@
+"""Presenters: each reads a plain-data report and writes text; none computes."""

@@ -1,0 +1,102 @@
+"""What ``hloscope inspect`` reports about one module: computations, opcode counts, fusions by
+kind, entry parameter and output bytes. Plain data in, plain data out."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from hloscope.hlo.ir import CONTROL_FLOW_OPCODES, Module
+from hloscope.hlo.shape import Shape
+
+
+@dataclass(frozen=True, slots=True)
+class ComputationSummary:
+    name: str
+    role: str  # entry, fused, control-flow, async, applied (to_apply and the like), unused
+    instruction_count: int
+    execution_thread: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleSummary:
+    name: str
+    source: str
+    entry: str
+    is_scheduled: bool
+    computations: tuple[ComputationSummary, ...]
+    instruction_count: int
+    opcode_counts: tuple[tuple[str, int], ...]  # all computations, most frequent first
+    entry_opcode_counts: tuple[tuple[str, int], ...]
+    fusion_count: int
+    fusions_by_kind: tuple[tuple[str, int], ...]  # kLoop, kInput, kOutput, kCustom
+    fusions_by_backend_kind: tuple[tuple[str, int], ...]  # e.g. __triton_gemm
+    parameter_count: int
+    parameter_bytes: int  # logical bytes of the entry parameters (tuples: table + elements)
+    parameter_padded_bytes: int
+    output_bytes: int
+    output_padded_bytes: int
+
+
+def _sorted_counts(counter: Counter[str]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def computation_roles(module: Module) -> dict[str, str]:
+    """How each computation is used: entry, fused, control-flow, async, applied or unused."""
+    roles: dict[str, str] = {module.entry_name: "entry"}
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode == "fusion":
+                role = "fused"
+            elif instr.opcode in CONTROL_FLOW_OPCODES:
+                role = "control-flow"
+            elif instr.opcode.startswith("async") or instr.opcode.endswith("-start"):
+                role = "async"
+            else:
+                role = "applied"
+            for callee in instr.called_computations:
+                roles.setdefault(callee, role)
+    return {c.name: roles.get(c.name, "unused") for c in module.computations}
+
+
+def summarize(module: Module) -> ModuleSummary:
+    roles = computation_roles(module)
+    opcodes: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    backend_kinds: Counter[str] = Counter()
+    for comp in module.computations:
+        for instr in comp.instructions:
+            opcodes[instr.opcode] += 1
+            if instr.opcode == "fusion":
+                kinds[instr.fusion_kind.value if instr.fusion_kind else "(none)"] += 1
+                if instr.backend_fusion_kind:
+                    backend_kinds[instr.backend_fusion_kind] += 1
+    entry = module.entry
+    params = entry.parameters
+    root = entry.root.shape
+    return ModuleSummary(
+        name=module.name,
+        source=module.source,
+        entry=module.entry_name,
+        is_scheduled=module.is_scheduled,
+        computations=tuple(ComputationSummary(c.name, roles[c.name], len(c), c.execution_thread)
+                           for c in module.computations),
+        instruction_count=sum(opcodes.values()),
+        opcode_counts=_sorted_counts(opcodes),
+        entry_opcode_counts=_sorted_counts(Counter(i.opcode for i in entry.instructions)),
+        fusion_count=sum(kinds.values()),
+        fusions_by_kind=_sorted_counts(kinds),
+        fusions_by_backend_kind=_sorted_counts(backend_kinds),
+        parameter_count=len(params),
+        parameter_bytes=sum(p.shape.total_logical_bytes for p in params),
+        parameter_padded_bytes=sum(_total_padded(p.shape) for p in params),
+        output_bytes=root.total_logical_bytes,
+        output_padded_bytes=_total_padded(root),
+    )
+
+
+def _total_padded(shape: Shape) -> int:
+    if shape.is_tuple:
+        return shape.logical_bytes + sum(_total_padded(s) for s in shape.tuple_shapes)
+    return shape.padded_bytes
