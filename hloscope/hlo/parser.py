@@ -119,17 +119,21 @@ def parse_file(path: Union[str, "os.PathLike[str]"], source: Optional[str] = Non
     return parse(data, source or os.fspath(path))
 
 
+# Bytes that never occur in HLO text but fill a serialized protobuf (field tags, lengths).
+_BINARY_RE = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
 def _decode(data: bytes, source: str) -> str:
-    bad = data.find(b"\x00")
+    m = _BINARY_RE.search(data)
+    bad = m.start() if m else -1
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         bad = e.start if bad < 0 else min(bad, e.start)
         text = ""
     if bad >= 0:
-        prefix = data[:bad].decode("utf-8", "replace")
-        line = prefix.count("\n") + 1
-        col = bad - (data.rfind(b"\n", 0, bad) + 1) + 1
+        line = data.count(b"\n", 0, bad) + 1
+        col = len(data[data.rfind(b"\n", 0, bad) + 1:bad].decode("utf-8", "replace")) + 1
         raise HloParseError(
             source, line, col, "HLO text",
             f"binary data (byte 0x{data[bad]:02x}); is this a serialized HloModuleProto? "
@@ -296,11 +300,14 @@ class _Parser:
         opened: list[int] = []
         while True:
             kind = kinds[i]
-            if kind == "EOF":
+            if kind == "EOF" or kind == "NL":
+                # XLA prints every attribute on its instruction's line, so an open bracket at
+                # the end of the line is an error here, not a reason to read on.
                 if depth:
-                    raise self.error_at(self.starts[opened[-1]],
-                                        f"a closing bracket for this one in attribute '{key}'",
-                                        "end of file before it")
+                    raise self.error_at(
+                        self.starts[opened[-1]],
+                        f"a closing bracket for this one in attribute '{key}'",
+                        "end of file before it" if kind == "EOF" else "end of line before it")
                 break
             if kind == "PUNCT":
                 v = values[i]
@@ -314,8 +321,6 @@ class _Parser:
                     opened.pop()
                 elif v == "," and depth == 0:
                     break
-            elif kind == "NL" and depth == 0:
-                break
             elif kind == "ERROR":
                 raise self.error(f"a value for attribute '{key}'", i)
             i += 1

@@ -1,0 +1,186 @@
+"""The parser: the text format as XLA prints it, long and short forms, the header, the stack
+frame tables, attributes kept verbatim, and a round trip for every fixture."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import HLO_FIXTURES, fixture_id, fixture_path
+from hloscope.hlo.ir import FusionKind, InputOutputAlias
+from hloscope.hlo.parser import parse, parse_file
+from hloscope.hlo.printer import print_module
+
+SHORT = """
+HloModule m
+
+ENTRY main {
+  p0 = f32[4]{0} parameter(0)
+  p1 = f32[4]{0} parameter(1)
+  add.1 = f32[4]{0} add(p0, p1)
+  ROOT neg = f32[4]{0} negate(add.1)
+}
+"""
+
+LONG = """
+HloModule m
+
+ENTRY %main (p0: f32[4], p1: f32[4]) -> f32[4] {
+  %p0 = f32[4]{0} parameter(0)
+  %p1 = f32[4]{0} parameter(1)
+  %add.1 = f32[4]{0} add(f32[4]{0} %p0, f32[4]{0} %p1)
+  ROOT %neg = f32[4]{0} negate(f32[4]{0} %add.1)
+}
+"""
+
+
+def test_short_and_long_forms_give_the_same_module() -> None:
+    short, long = parse(SHORT), parse(LONG)
+    assert short == long
+    entry = short.entry
+    assert [i.opcode for i in entry] == ["parameter", "parameter", "add", "negate"]
+    assert entry.instruction("add.1").operands == ("p0", "p1")
+    assert entry.root.name == "neg"
+    assert [p.parameter_number for p in entry.parameters] == [0, 1]
+
+
+def test_without_entry_marker_the_last_computation_is_the_entry() -> None:
+    m = parse("""HloModule m
+first {
+  ROOT a = f32[] parameter(0)
+}
+second {
+  b = f32[] parameter(0)
+  ROOT c = f32[] call(b), to_apply=first
+}
+""")
+    assert m.entry_name == "second" and m.entry.is_entry
+    assert m.entry.root.called_computations == ("first",)
+
+
+def test_root_defaults_to_the_last_instruction() -> None:
+    m = parse("HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n  b = f32[] negate(a)\n}\n")
+    assert m.entry.root.name == "b"
+
+
+def test_operand_index_comments_are_ignored() -> None:
+    m = parse("""HloModule m
+ENTRY e {
+  a = f32[] parameter(0)
+  ROOT t = (f32[], f32[], f32[], f32[], f32[], /*index=5*/f32[]) tuple(a, a, a, a, a, /*index=5*/a)
+}""")
+    assert m.entry.root.operands == ("a",) * 6
+    assert len(m.entry.root.shape.tuple_shapes) == 6
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    return parse_file(fixture_path("handwritten", "syntax_zoo.hlo"))
+
+
+def test_header_attributes_are_decoded(zoo) -> None:
+    assert zoo.name == "syntax_zoo"
+    assert zoo.is_scheduled
+    assert zoo.replica_count == 1 and zoo.num_partitions == 2
+    params, result = zoo.entry_computation_layout
+    assert [str(p) for p in params] == [
+        "f32[8,128]{1,0:T(8,128)}", "s32[<=16]{0}", "bf16[4,256]{1,0:T(8,128)(2,1)S(1)}",
+        "(f32[2]{0}, pred[])", "u4[64]{0:E(4)}"]
+    assert str(result) == "(f32[8,128]{1,0}, s32[])"
+    assert zoo.input_output_alias == (InputOutputAlias((0,), 0, (), "may-alias"),)
+    assert zoo.buffer_donor == ((1, ()),)
+    assert zoo.frontend_attributes == {"_xla_compute_type": "dense", "fingerprint": 'abc"d'}
+    assert zoo.attribute("allow_spmd_sharding_propagation_to_parameters") == "{false,true}"
+    # An attribute hloscope does not know is kept verbatim, in order.
+    assert [a.key for a in zoo.attributes][-1] == "some_future_flag"
+    assert zoo.attribute("some_future_flag") == "{x=1 y=[2,3]}"
+
+
+def test_stack_frames_resolve_to_file_line_function(zoo) -> None:
+    index = zoo.stack_frame_index
+    assert index.file_names == ("model.py", "lib/layers.py")
+    gelu = zoo.entry.instruction("gelu")
+    loc = zoo.source_location(gelu)
+    assert (loc.file, loc.line, loc.function) == ("lib/layers.py", 7, "dense")
+    # Innermost first: dense ← forward ← <module>.
+    stack = index.stack(gelu.metadata.stack_frame_id)
+    assert [(s.function, s.line) for s in stack] == [("dense", 7), ("forward", 12),
+                                                    ("<module>", 40)]
+    # Without a stack frame, source_file/source_line are used.
+    tanh = zoo.computation("fused_gelu").instruction("t")
+    loc = zoo.source_location(tanh)
+    assert (loc.file, loc.line) == ("model.py", 13)
+    assert tanh.metadata.op_type == "Tanh"
+
+
+def test_every_instruction_with_a_stack_frame_resolves_in_a_real_jax_dump() -> None:
+    m = parse_file(fixture_path("cpu", "bert_layer_forward.post.hlo"))
+    with_frames = [i for c in m.computations for i in c
+                   if i.metadata is not None and i.metadata.stack_frame_id]
+    assert len(with_frames) > 50
+    for instr in with_frames:
+        loc = m.source_location(instr)
+        assert loc is not None and loc.file.endswith("bert_layer.py") and loc.line > 0
+        assert loc.function  # e.g. 'attention', 'layer_norm', 'gelu'
+    functions = {m.source_location(i).function for i in with_frames}
+    assert {"attention", "layer_norm", "gelu"} <= functions
+
+
+def test_attributes_are_kept_verbatim_and_modelled_ones_decoded(zoo) -> None:
+    e = zoo.entry
+    assert e.instruction("x").attribute("sharding") == "{devices=[2,1]0,1}"
+    assert e.instruction("t").attribute("sharding") == "{{replicated}, {maximal device=0}}"
+    assert e.instruction("w").attribute("sharding") == \
+        "{devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}"
+    conv = e.instruction("conv")
+    assert conv.attribute("window") == "{size=3x3 pad=1_1x1_1}"
+    assert conv.attribute("dim_labels") == "b01f_01io->b01f"
+    assert e.instruction("sl").attribute("slice") == "{[0:8:2], [0:128]}"
+    assert e.instruction("pd").attribute("padding") == "1_1x1_1_0"
+    assert e.instruction("ag").attribute("replica_groups") == "[1,2]<=[2]"
+    loop = e.instruction("loop")
+    assert loop.called_computations == ("cond", "body")
+    assert loop.backend_config == {"known_trip_count": {"n": "10"}}
+    assert e.instruction("sel").called_computations == ("branch_a", "branch_b")
+    assert e.instruction("cond_out").called_computations == ("branch_a", "branch_b")
+    cc = e.instruction("cc")
+    assert cc.custom_call_target == "MyKernel"
+    assert cc.backend_config == 'opaque "string" config'
+    assert cc.attribute("output_to_operand_aliasing") == "{{}: (0, {})}"
+    assert e.instruction("dus").control_predecessors == ("cc", "ar-done")
+    gelu = e.instruction("gelu")
+    assert gelu.fusion_kind is FusionKind.OUTPUT
+    assert gelu.backend_fusion_kind == "__triton_gemm"
+    assert gelu.attribute("statistics") == "{visualizing_index=1,stat-val=[0.5]}"
+    assert e.instruction("async-start").called_computations == ("host_compute",)
+    assert zoo.computation("host_compute").execution_thread == "host"
+    assert e.instruction("dyn").shape.dimensions == (-1, 4)
+
+
+def test_constants_keep_their_literal_text(zoo) -> None:
+    e = zoo.entry
+    assert e.instruction("consts").literal == "{ { 1, 2.5, -3e-05 }, { inf, -inf, nan } }"
+    assert e.instruction("tuple_const").literal == "(7, {0.5, 1})"
+    assert e.instruction("flags").literal == "{true, false, true}"
+    assert e.instruction("img").literal == "{...}"
+
+
+def test_one_line_computations(zoo) -> None:
+    assert [i.name for i in zoo.computation("max_f32")] == ["a", "b", "m"]
+    assert zoo.computation("one_liner").root.opcode == "parameter"
+
+
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_every_fixture_round_trips(path: str) -> None:
+    m = parse_file(path)
+    assert parse(print_module(m)) == m
+    assert parse(print_module(m, operand_shapes=True)) == m
+    assert parse(print_module(parse(print_module(m)))) == m
+
+
+def test_round_trip_keeps_attribute_order_and_text() -> None:
+    m = parse_file(fixture_path("handwritten", "syntax_zoo.hlo"))
+    again = parse(print_module(m))
+    for c1, c2 in zip(m.computations, again.computations):
+        for i1, i2 in zip(c1, c2):
+            assert i1.attributes == i2.attributes
+    assert again.stack_frame_index == m.stack_frame_index
