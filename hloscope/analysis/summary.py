@@ -26,11 +26,11 @@ class ModuleSummary:
     is_scheduled: bool
     computations: tuple[ComputationSummary, ...]
     instruction_count: int
-    opcode_counts: tuple[tuple[str, int], ...]  # all computations, most frequent first
-    entry_opcode_counts: tuple[tuple[str, int], ...]
+    opcode_counts: dict[str, int]  # all computations, most frequent first
+    entry_opcode_counts: dict[str, int]
     fusion_count: int
-    fusions_by_kind: tuple[tuple[str, int], ...]  # kLoop, kInput, kOutput, kCustom
-    fusions_by_backend_kind: tuple[tuple[str, int], ...]  # e.g. __triton_gemm
+    fusions_by_kind: dict[str, int]  # kLoop, kInput, kOutput, kCustom
+    fusions_by_backend_kind: dict[str, int]  # e.g. __triton_gemm
     parameter_count: int
     parameter_bytes: int  # logical bytes of the entry parameters (tuples: table + elements)
     parameter_padded_bytes: int
@@ -38,8 +38,8 @@ class ModuleSummary:
     output_padded_bytes: int
 
 
-def _sorted_counts(counter: Counter[str]) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+def _sorted_counts(counter: Counter[str]) -> dict[str, int]:
+    return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def computation_roles(module: Module) -> dict[str, str]:

@@ -11,9 +11,6 @@ def to_plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)
                 if not f.name.startswith("_")}
-    if isinstance(value, tuple) and value and all(
-            isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) for v in value):
-        return {k: to_plain(v) for k, v in value}  # (name, count) pairs read best as an object
     if isinstance(value, (list, tuple)):
         return [to_plain(v) for v in value]
     if isinstance(value, dict):

@@ -25,12 +25,14 @@ def render_summary(s: ModuleSummary, top_opcodes: int = 0) -> str:
         "",
         f"fusions: {s.fusion_count}",
     ]
-    lines += table([(k, str(n)) for k, n in s.fusions_by_kind])
+    lines += table([(k, str(n)) for k, n in s.fusions_by_kind.items()])
     if s.fusions_by_backend_kind:
         lines.append("  by backend fusion kind:")
-        lines += table([(k, str(n)) for k, n in s.fusions_by_backend_kind], indent="    ")
+        lines += table([(k, str(n)) for k, n in s.fusions_by_backend_kind.items()], indent="    ")
     lines.append("")
-    counts = s.opcode_counts if not top_opcodes else s.opcode_counts[:top_opcodes]
+    counts = list(s.opcode_counts.items())
+    if top_opcodes:
+        counts = counts[:top_opcodes]
     lines.append("instructions by opcode (all computations):")
     lines += table([(k, f"{n:,}") for k, n in counts])
     if top_opcodes and len(s.opcode_counts) > top_opcodes:
