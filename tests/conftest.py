@@ -6,7 +6,11 @@ import glob
 import importlib.util
 import os
 
+from typing import Any, Callable, TypeVar
+
 import pytest
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -24,10 +28,17 @@ def fixture_id(path: str) -> str:
     return os.path.relpath(path, FIXTURES)
 
 
-def _skip_unless(module: str, extra: str) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(importlib.util.find_spec(module) is None,
+def _needs(module: str, extra: str, mark: str) -> Callable[[F], F]:
+    """Mark a test with ``mark`` and skip it, with the install command, when ``module`` is
+    missing."""
+    skip = pytest.mark.skipif(importlib.util.find_spec(module) is None,
                               reason=f"{module} is not installed (pip install -e '.[{extra}]')")
 
+    def decorate(test: F) -> F:
+        return getattr(pytest.mark, mark)(skip(test))  # type: ignore[no-any-return]
 
-requires_jax = [pytest.mark.jax, _skip_unless("jax", "jax")]
-requires_tf = [pytest.mark.tf, _skip_unless("tensorflow", "tf")]
+    return decorate
+
+
+needs_jax = _needs("jax", "jax", "jax")
+needs_tf = _needs("tensorflow", "tf", "tf")

@@ -284,7 +284,7 @@ class _Parser:
                 raise self.error(f"'=' after attribute '{key}'")
             self.i += 1
             out.append(Attribute(key, self.attribute_value(key)))
-        return out  # type: ignore[return-value]
+        return tuple(out)
 
     def attribute_value(self, key: str) -> str:
         """Raw text up to the next ',' or end of line at bracket depth 0."""
