@@ -184,3 +184,35 @@ def test_round_trip_keeps_attribute_order_and_text() -> None:
         for i1, i2 in zip(c1, c2):
             assert i1.attributes == i2.attributes
     assert again.stack_frame_index == m.stack_frame_index
+
+
+@pytest.mark.parametrize("window", [1, 64, 4096])
+def test_a_small_token_window_gives_the_same_module(window: int, monkeypatch) -> None:
+    from hloscope.hlo import parser
+    for rel in (("handwritten", "syntax_zoo.hlo"), ("cpu", "scan_rnn_forward.post.hlo"),
+                ("tpu-v3", "bert_layer_forward.post.hlo")):
+        text = open(fixture_path(*rel)).read()
+        whole = parser._Parser(text, "x", window=0).module()
+        monkeypatch.setattr(parser, "WINDOW", window)
+        assert parse(text) == whole
+        monkeypatch.undo()
+
+
+def test_errors_are_located_the_same_through_a_small_window(monkeypatch) -> None:
+    from hloscope.hlo import parser
+    text = open(fixture_path("cpu", "scan_rnn_forward.post.hlo")).read()
+    bad = text.replace("%param_1.1)", "%param_I.1)", 1)
+    assert bad != text
+    with pytest.raises(parser.HloParseError) as whole:
+        parser._Parser(bad, "x", window=0).module()
+    monkeypatch.setattr(parser, "WINDOW", 64)
+    with pytest.raises(parser.HloParseError) as windowed:
+        parse(bad, "x")
+    assert str(windowed.value) == str(whole.value)
+    assert "operand 'param_I.1', which is not defined" in str(whole.value)
+
+
+def test_an_operand_list_across_lines_parses() -> None:
+    m = parse("HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n"
+              "  ROOT b = f32[] add(a,\n     a)\n}\n")
+    assert m.entry.root.operands == ("a", "a")

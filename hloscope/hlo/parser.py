@@ -82,17 +82,21 @@ _INT_RE = re.compile(r"-?\d+")
 _KV_INT_RE = re.compile(r"([A-Za-z_]+)=(-?\d+)")
 
 
-def tokenize(text: str) -> tuple[list[str], list[str], list[int]]:
-    """Kinds, texts and start offsets of every token, whitespace and comments dropped.
+def tokenize(text: str, pos: int = 0,
+             endpos: Optional[int] = None) -> tuple[list[str], list[str], list[int]]:
+    """Kinds, texts and start offsets of every token in ``text[pos:endpos]``, whitespace and
+    comments dropped. The lists end with an EOF token at ``endpos``.
 
-    The lists end with an EOF token. This is the whole lexical pass; the parser adds only the
-    grammar on top of it (benchmarks/parse_speed.py compares the two).
+    This is the whole lexical pass; the parser adds only the grammar on top of it
+    (benchmarks/parse_speed.py compares the two).
     """
+    if endpos is None:
+        endpos = len(text)
     kinds: list[str] = []
     values: list[str] = []
     starts: list[int] = []
     add_kind, add_value, add_start = kinds.append, values.append, starts.append
-    for m in _TOKEN_RE.finditer(text):
+    for m in _TOKEN_RE.finditer(text, pos, endpos):
         kind = m.lastgroup
         if kind == "WS" or kind == "COMMENT":
             continue
@@ -101,7 +105,7 @@ def tokenize(text: str) -> tuple[list[str], list[str], list[int]]:
         add_start(m.start())
     kinds.append("EOF")
     values.append("")
-    starts.append(len(text))
+    starts.append(endpos)
     return kinds, values, starts
 
 
@@ -109,7 +113,21 @@ def parse(text: Union[str, bytes], source: str = "<string>") -> Module:
     """Parse HLO text into a Module. Raises HloParseError on any malformed input."""
     if isinstance(text, bytes):
         text = _decode(text, source)
-    return _Parser(text, source).module()
+    parser = _Parser(text, source, window=WINDOW)
+    try:
+        return parser.module()
+    except (HloParseError, IndexError):
+        if not parser.windowed:
+            raise
+    # The text was read through a window of tokens, and something failed. Read it again whole:
+    # that gives the error its exact position, and accepts the rare construct that spans
+    # lines across a window's edge.
+    return _Parser(text, source, window=0).module()
+
+
+# Text tokenized at a time. A window always ends at a line end and is refilled between
+# instructions, so memory holds the tokens of a few lines, not of the whole file.
+WINDOW = 1 << 16
 
 
 def parse_file(path: Union[str, "os.PathLike[str]"], source: Optional[str] = None) -> Module:
@@ -142,13 +160,36 @@ def _decode(data: bytes, source: str) -> str:
 
 
 class _Parser:
-    def __init__(self, text: str, source: str) -> None:
+    def __init__(self, text: str, source: str, window: int = 0) -> None:
         self.text = text
         self.source = source
-        self.kinds, self.values, self.starts = tokenize(text)
+        self.window = window
+        self.tokenized_to = self._chunk_end(0) if window else len(text)
+        self.windowed = self.tokenized_to < len(text)
+        self.kinds, self.values, self.starts = tokenize(text, 0, self.tokenized_to)
         self.i = 0
         # Checked once the whole module is read (callees may be printed after their callers).
         self.calls: list[tuple[tuple[str, ...], Attribute, int]] = []
+
+    def _chunk_end(self, pos: int) -> int:
+        """The end of the line that holds ``pos + window`` (or the end of the text)."""
+        end = self.text.find("\n", pos + self.window)
+        return len(self.text) if end < 0 else end + 1
+
+    def refill(self) -> None:
+        """Between two lines: drop the tokens already read and, when few are left, tokenize
+        the next chunk. Called only where a line ends, so no construct is cut."""
+        if self.tokenized_to >= len(self.text) or len(self.kinds) - self.i > 512:
+            return
+        start = self.tokenized_to
+        self.tokenized_to = self._chunk_end(start)
+        k, v, s = tokenize(self.text, start, self.tokenized_to)
+        i = self.i
+        for tokens, more in ((self.kinds, k), (self.values, v), (self.starts, s)):
+            del tokens[:i]
+            tokens.pop()  # the old EOF marker
+            tokens.extend(more)  # type: ignore[attr-defined]
+        self.i = 0
 
     # ---------------------------------------------------------------- errors and token helpers
     def error_at(self, pos: int, expected: str, found: Optional[str] = None) -> HloParseError:
@@ -234,6 +275,7 @@ class _Parser:
         names: dict[str, int] = {}
         while True:
             self.skip_nl()
+            self.refill()
             if self.kinds[self.i] == "EOF":
                 break
             start = self.i
@@ -368,6 +410,7 @@ class _Parser:
                 self.i += 1
                 self.end_of_line(f"end of line after a row of table {table}")
                 self.skip_nl()
+                self.refill()
         return StackFrameIndex(
             tuple(tables["FileNames"]), tuple(tables["FunctionNames"]),  # type: ignore[arg-type]
             tuple(tables["FileLocations"]), tuple(tables["StackFrames"]))  # type: ignore[arg-type]
@@ -403,6 +446,7 @@ class _Parser:
         roots = 0
         while True:
             self.skip_nl()
+            self.refill()
             if kinds[self.i] == "PUNCT" and values[self.i] == "}":
                 self.i += 1
                 break

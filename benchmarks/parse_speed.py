@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Parser speed and memory on a module the size of a 24-layer BERT-Large training step.
+
+A BERT-Large training step (24 layers, seq 512, Adam) compiled for CPU prints about 270,000
+lines (about 31 MB) of HLO. This script builds a module of that size from the checked-in
+one-layer BERT training step (fixtures/cpu/bert_layer_train_step.post.hlo), renaming each copy's
+computations and instructions, so it needs no JAX. It prints, measured in this one run:
+
+  - MB/s and instructions/s of hloscope.hlo.parser.parse;
+  - the ratio of parse time to a bare tokenising pass (hloscope.hlo.parser.tokenize, the
+    parser's own lexer, over the same text) — goal: at most 3x;
+  - the ratio of parse time on the full text to parse time on half of it — goal: at most 2.2x;
+  - peak Python memory while parsing (tracemalloc), as a multiple of the text size — goal:
+    at most 10x.
+
+Usage: python benchmarks/parse_speed.py [--mb 31] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import re
+import sys
+import time
+import tracemalloc
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from hloscope.hlo.parser import parse, tokenize  # noqa: E402
+
+SOURCE = os.path.join(ROOT, "fixtures", "cpu", "bert_layer_train_step.post.hlo")
+_NAME_RE = re.compile(r"%([A-Za-z_][\w.\-]*)")
+
+
+def synthetic_module(target_bytes: int) -> str:
+    text = open(SOURCE).read()
+    header, _, rest = text.partition("\n\n")
+    # The header's stack-frame tables come first; the computations start at the first '%'.
+    tables_end = rest.find("\n%")
+    tables, body = rest[:tables_end + 1], rest[tables_end + 1:]
+    body_plain = body.replace("ENTRY %", "%")
+    copies = max(1, round((target_bytes - len(header) - len(tables)) / len(body)))
+    parts = [header, "\n\n", tables]
+    for k in range(copies):
+        src = body if k == copies - 1 else body_plain  # one ENTRY: the last copy's
+        parts.append(_NAME_RE.sub(lambda m, k=k: f"%{m.group(1)}_{k}", src))
+        parts.append("\n")
+    return "".join(parts)
+
+
+def best_time(fn, text: str, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        result = fn(text)
+        best = min(best, time.perf_counter() - t0)
+        del result
+    return best
+
+
+def peak_memory(fn, text: str) -> int:
+    gc.collect()
+    tracemalloc.start()
+    result = fn(text)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del result
+    return peak
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=float, default=31.0, help="text size to generate (MB)")
+    ap.add_argument("--repeat", type=int, default=3, help="timing runs; the best is kept")
+    a = ap.parse_args()
+
+    text = synthetic_module(int(a.mb * 1e6))
+    half = synthetic_module(int(a.mb * 1e6 / 2))
+    size_mb = len(text.encode()) / 1e6
+    module = parse(text)
+    instructions = sum(len(c) for c in module.computations)
+    del module
+    print(f"module: {size_mb:.1f} MB, {text.count(chr(10)):,} lines, "
+          f"{instructions:,} instructions, {len(tokenize(text)[0]):,} tokens")
+
+    t_tok = best_time(tokenize, text, a.repeat)
+    t_parse = best_time(parse, text, a.repeat)
+    t_half = best_time(parse, half, a.repeat)
+    half_ratio = len(text) / len(half)
+    print(f"tokenize only:  {t_tok:6.2f} s  ({size_mb / t_tok:5.1f} MB/s)")
+    print(f"parse:          {t_parse:6.2f} s  ({size_mb / t_parse:5.1f} MB/s, "
+          f"{instructions / t_parse:,.0f} instructions/s)")
+    print(f"parse, half:    {t_half:6.2f} s  (text {1 / half_ratio:.2f} of the full size)")
+
+    peak = peak_memory(parse, text)
+    ratios = {
+        "parse / tokenize": (t_parse / t_tok, 3.0),
+        "time(2x text) / time(1x text)": (t_parse / t_half * 2 / half_ratio, 2.2),
+        "peak memory / text size": (peak / len(text), 10.0),
+    }
+    print(f"peak memory while parsing: {peak / 1e6:,.0f} MB")
+    print()
+    failed = False
+    for name, (value, goal) in ratios.items():
+        ok = value <= goal
+        failed |= not ok
+        print(f"{name:32s} {value:5.2f}x  (goal <= {goal}x)  {'ok' if ok else 'MISSED'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
