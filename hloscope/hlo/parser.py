@@ -185,10 +185,14 @@ class _Parser:
         self.tokenized_to = self._chunk_end(start)
         k, v, s = tokenize(self.text, start, self.tokenized_to)
         i = self.i
-        for tokens, more in ((self.kinds, k), (self.values, v), (self.starts, s)):
-            del tokens[:i]
-            tokens.pop()  # the old EOF marker
-            tokens.extend(more)  # type: ignore[attr-defined]
+        # Drop what was read and the old EOF marker, then append the new chunk (in place:
+        # callers hold these lists in local variables).
+        del self.kinds[:i], self.kinds[-1]
+        del self.values[:i], self.values[-1]
+        del self.starts[:i], self.starts[-1]
+        self.kinds.extend(k)
+        self.values.extend(v)
+        self.starts.extend(s)
         self.i = 0
 
     # ---------------------------------------------------------------- errors and token helpers
@@ -613,7 +617,7 @@ class _Parser:
                 raise self.error_at(self._attribute_pos_in_line(a, line_pos),
                                     _ATTRIBUTE_EXPECTATIONS.get(key, f"a valid '{key}'"),
                                     str(e) if key != "kind" else f"'{a.value}'") from None
-        instr = Instruction(name, opcode, shape, operands, attributes, is_root,  # type: ignore
+        instr = Instruction(name, opcode, shape, operands, attributes, is_root,
                             parameter_number, literal, called, fusion_kind, metadata,
                             backend_config, control_predecessors)
         return instr, operand_at

@@ -6,8 +6,11 @@ parser accepts. Operands are printed in the short form (names only) unless asked
 
 from __future__ import annotations
 
+from typing import Mapping, Optional
+
 from hloscope.hlo.attributes import quote
 from hloscope.hlo.ir import Computation, Instruction, Module, StackFrameIndex
+from hloscope.hlo.shape import Shape
 
 
 def print_module(module: Module, operand_shapes: bool = False) -> str:
@@ -62,7 +65,9 @@ def print_computation(comp: Computation, operand_shapes: bool = False) -> str:
     return "\n".join(lines)
 
 
-def print_instruction(instr: Instruction, operand_shapes: "dict[str, object] | None" = None) -> str:
+def print_instruction(instr: Instruction,
+                      operand_shapes: Optional[Mapping[str, Shape]] = None) -> str:
+    """One instruction line (without indentation); with ``operand_shapes``, the long form."""
     if instr.opcode == "parameter":
         inside = str(instr.parameter_number)
     elif instr.opcode == "constant":
