@@ -42,3 +42,5 @@ def _needs(module: str, extra: str, mark: str) -> Callable[[F], F]:
 
 needs_jax = _needs("jax", "jax", "jax")
 needs_tf = _needs("tensorflow", "tf", "tf")
+needs_tpu = _needs("libtpu", "tpu", "tpu")
+needs_gpu = _needs("jax_cuda12_plugin", "gpu", "gpu")

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import needs_jax, needs_tf
+import json
+import os
+import subprocess
+import sys
+
+from conftest import ROOT, needs_gpu, needs_jax, needs_tf, needs_tpu
+from hloscope.analysis.summary import summarize
 from hloscope.frontends.targets import TARGETS, UnknownTargetError, get_target
 from hloscope.hlo.parser import parse
 
@@ -60,3 +66,48 @@ def test_tf_lowering_gives_pre_and_post_hlo() -> None:
     assert {"maximum", "multiply", "reduce"} <= {i.opcode for i in pre.entry}
     with pytest.raises(ValueError, match="cpu target only"):
         lower(f, (tf.ones((4, 8)),), target="tpu-v3")
+
+
+# Deviceless TPU and GPU compiles run in a fresh process: the CUDA plugin needs its environment
+# set before JAX is imported, and libtpu should not share a process with other test state.
+LOWER_IN_SUBPROCESS = """
+import json, sys
+import jax.numpy as jnp
+from hloscope.frontends.jax import lower
+def f(x, w):
+    return jnp.tanh(x @ w).sum(axis=1)
+lowered = lower(f, (jnp.ones((100, 256), jnp.bfloat16), jnp.ones((256, 300), jnp.bfloat16)),
+                sys.argv[1])
+print(json.dumps({"pre": lowered.pre, "post": lowered.post, "memory": lowered.memory}))
+"""
+
+
+def lower_in_subprocess(target: str) -> dict:
+    env = dict(os.environ, ALLOW_MULTIPLE_LIBTPU_LOAD="1")
+    if target.startswith("gpu"):
+        env.update(JAX_SKIP_CUDA_CONSTRAINTS_CHECK="1", CUDA_VISIBLE_DEVICES="-1")
+    proc = subprocess.run([sys.executable, "-c", LOWER_IN_SUBPROCESS, target], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@needs_tpu
+def test_tpu_v3_lowering_without_a_tpu() -> None:
+    out = lower_in_subprocess("tpu-v3")
+    post = parse(out["post"])
+    params = post.entry.parameters
+    # TPU layouts are tiled: bf16[100,256] pads its 100 rows to a multiple of the tile.
+    assert all(p.shape.layout is not None and p.shape.layout.tiles for p in params)
+    s = summarize(post)
+    assert s.parameter_padded_bytes > s.parameter_bytes == 2 * (100 * 256 + 256 * 300)
+    assert s.parameter_padded_bytes == out["memory"]["argument_size_in_bytes"]
+
+
+@needs_gpu
+def test_gpu_h100_lowering_without_a_gpu() -> None:
+    out = lower_in_subprocess("gpu-h100")
+    post = parse(out["post"])
+    assert post.is_scheduled
+    assert any(i.opcode in ("fusion", "custom-call") for c in post.computations for i in c)
+    assert summarize(post).parameter_bytes == out["memory"]["argument_size_in_bytes"]

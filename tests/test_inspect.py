@@ -37,17 +37,22 @@ def inspect_json(path: str) -> dict:
     return json.loads(proc.stdout)
 
 
-@pytest.mark.parametrize("rel", [
-    ("cpu", "bert_layer_forward.post.hlo"),
-    ("cpu", "bert_layer_tf_train_step.post.hlo"),
-    ("tpu-v4", "bert_layer_train_step.post.hlo"),
-    ("gpu-h100", "bert_layer_forward.post.hlo"),
-    ("tpu-v3", "scan_rnn_forward.post.hlo"),
-])
-def test_inspect_counts_match_grep(rel: tuple[str, str]) -> None:
-    path = fixture_path(*rel)
+CAPTURED = [p for p in HLO_FIXTURES if "handwritten" not in p]
+
+
+@pytest.mark.parametrize("path", CAPTURED, ids=fixture_id)
+def test_inspect_counts_match_grep_on_every_captured_fixture(path: str, capsys) -> None:
+    assert run(["inspect", "--json", path]) == 0
+    check_counts_against_text(path, json.loads(capsys.readouterr().out))
+
+
+def test_inspect_json_from_a_separate_process() -> None:
+    path = fixture_path("tpu-v4", "bert_layer_train_step.post.hlo")
+    check_counts_against_text(path, inspect_json(path))
+
+
+def check_counts_against_text(path: str, report: dict) -> None:
     text = open(path).read()
-    report = inspect_json(path)
     expected = grep_opcodes(path)
     assert report["opcode_counts"] == dict(expected)
     assert report["instruction_count"] == sum(expected.values())
@@ -130,3 +135,20 @@ def test_golden_inspect_report() -> None:
     report = inspect_json(fixture_path("cpu", "bert_layer_forward.post.hlo"))
     report["source"] = golden["source"]
     assert report == golden
+
+
+def test_import_and_inspect_work_without_jax_or_tensorflow() -> None:
+    # Make importing JAX or TensorFlow fail, as on a machine without them.
+    code = (
+        "import sys\n"
+        "for name in ('jax', 'jaxlib', 'tensorflow', 'libtpu', 'jax_cuda12_plugin'):\n"
+        "    sys.modules[name] = None\n"
+        "import hloscope\n"
+        "from hloscope.cli import run\n"
+        f"code = run(['inspect', {fixture_path('cpu', 'scan_rnn_forward.post.hlo')!r}])\n"
+        "assert code == 0, code\n"
+        "assert not any(sys.modules.get(n) for n in ('jax', 'tensorflow'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "module jit_rnn" in proc.stdout

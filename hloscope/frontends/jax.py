@@ -29,6 +29,10 @@ class MissingCompilerError(RuntimeError):
 
 
 def _prepare_environment(target: Target) -> None:
+    if target.platform == "tpu":
+        # Another process (or this one's CPU backend) may hold libtpu's lock file; a deviceless
+        # compile does not need exclusive use of a TPU.
+        os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     if target.platform == "cuda":
         # A deviceless CUDA compile: the plugin must not look for a driver or a GPU.
         import sys
@@ -56,10 +60,13 @@ def device_for(target: Target) -> Any:
                 config = f.read()
             topo = topologies.get_topology_desc(platform="cuda", target_config=config,
                                                 topology="1x1x1")
-    except Exception as e:  # the plugin missing shows up as many different errors
-        raise MissingCompilerError(
-            f"cannot compile for {target.name}: {str(e).splitlines()[0] if str(e) else e!r}; "
-            f"install it with: pip install -e '.[{target.extra}]'") from e
+    except Exception as e:  # a missing or busy plugin shows up as many different errors
+        import importlib.util
+        plugin = "libtpu" if target.platform == "tpu" else "jax_cuda12_plugin"
+        hint = "" if importlib.util.find_spec(plugin) else \
+            f"; install it with: pip install -e '.[{target.extra}]'"
+        reason = str(e).splitlines()[0] if str(e) else repr(e)
+        raise MissingCompilerError(f"cannot compile for {target.name}: {reason}{hint}") from e
     return topo.devices[0]
 
 
