@@ -48,21 +48,24 @@ _METADATA_INT = frozenset({"source_line", "source_end_line", "source_column",
                            "source_end_column", "stack_frame_id"})
 
 
+_METADATA_STR = frozenset(OpMetadata.__dataclass_fields__) - _METADATA_INT
+
+
 def parse_metadata(raw: str) -> OpMetadata:
-    """``{op_type="dot" op_name="jit(f)/dot" source_file="f.py" source_line=3 ...}``."""
+    """``{op_type="dot" op_name="jit(f)/dot" source_file="f.py" source_line=3 ...}``.
+
+    Keys hloscope does not model (e.g. profile_type) stay in the raw attribute only."""
     fields: dict[str, Any] = {}
-    for m in _KV_RE.finditer(raw):
-        key = m.group(1)
-        if key not in OpMetadata.__dataclass_fields__:
-            continue  # e.g. profile_type: kept in the raw attribute, not modelled
-        if key in _METADATA_INT:
-            try:
-                fields[key] = int(m.group(3) if m.group(3) is not None else m.group(2))
-            except ValueError:
-                raise ValueError(f"metadata {key} must be an integer") from None
-        else:
-            value = m.group(2) if m.group(2) is not None else m.group(3)
+    for key, quoted, bare in _KV_RE.findall(raw):
+        if key in _METADATA_STR:
+            value = quoted or bare
             fields[key] = unquote('"' + value + '"') if "\\" in value else value
+        elif key in _METADATA_INT:
+            try:
+                fields[key] = int(bare or quoted)
+            except ValueError:
+                raise ValueError(f"metadata {key} must be an integer, not '{bare or quoted}'") \
+                    from None
     return OpMetadata(**fields)
 
 

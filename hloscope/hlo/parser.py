@@ -7,6 +7,7 @@ column, what was expected and what was found. A module is returned whole or not 
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 from typing import Optional, Union
@@ -75,6 +76,7 @@ _TOKEN_RE = re.compile(
     r"|(?P<ERROR>.)"
 )
 
+_SINGLE_TOKEN_VALUES = frozenset({"BRACED", "NAME", "NUMBER", "STRING"})
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _OPEN = frozenset("{([")
 _CLOSE = frozenset("})]")
@@ -113,16 +115,25 @@ def parse(text: Union[str, bytes], source: str = "<string>") -> Module:
     """Parse HLO text into a Module. Raises HloParseError on any malformed input."""
     if isinstance(text, bytes):
         text = _decode(text, source)
-    parser = _Parser(text, source, window=WINDOW)
+    # The parser allocates hundreds of thousands of small objects and no reference cycles, so
+    # the cyclic collector would only rescan the growing module again and again (which makes
+    # parse time grow faster than the text). It is switched off while parsing.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        return parser.module()
-    except (HloParseError, IndexError):
-        if not parser.windowed:
-            raise
-    # The text was read through a window of tokens, and something failed. Read it again whole:
-    # that gives the error its exact position, and accepts the rare construct that spans
-    # lines across a window's edge.
-    return _Parser(text, source, window=0).module()
+        parser = _Parser(text, source, window=WINDOW)
+        try:
+            return parser.module()
+        except (HloParseError, IndexError):
+            if not parser.windowed:
+                raise
+        # The text was read through a window of tokens, and something failed. Read it again
+        # whole: that gives the error its exact position, and accepts the rare construct that
+        # spans lines across a window's edge.
+        return _Parser(text, source, window=0).module()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
 
 # Text tokenized at a time. A window always ends at a line end and is refilled between
@@ -320,28 +331,33 @@ class _Parser:
         """``(, key=value)*``, each value kept verbatim."""
         out: list[Attribute] = []
         kinds, values = self.kinds, self.values
-        while values[self.i] == "," and kinds[self.i] == "PUNCT":
-            self.i += 1
-            if kinds[self.i] != "NAME":
-                raise self.error("an attribute name")
-            key = values[self.i]
-            self.i += 1
-            if values[self.i] != "=":
-                raise self.error(f"'=' after attribute '{key}'")
-            self.i += 1
-            out.append(Attribute(key, self.attribute_value(key)))
+        i = self.i
+        while values[i] == "," and kinds[i] == "PUNCT":
+            i += 1
+            if kinds[i] != "NAME":
+                raise self.error("an attribute name", i)
+            key = values[i]
+            if values[i + 1] != "=":
+                raise self.error(f"'=' after attribute '{key}'", i + 1)
+            i += 2
+            # Most values are one token (a brace group, a name, a number, a string) followed by
+            # ',' or the line's end; anything else goes through attribute_value.
+            nxt = kinds[i + 1]
+            if kinds[i] in _SINGLE_TOKEN_VALUES and (
+                    nxt == "NL" or nxt == "EOF" or nxt == "PUNCT" and values[i + 1] in ",}"):
+                out.append(Attribute(key, values[i]))
+                i += 1
+            else:
+                self.i = i
+                out.append(Attribute(key, self.attribute_value(key)))
+                i = self.i
+        self.i = i
         return tuple(out)
 
     def attribute_value(self, key: str) -> str:
         """Raw text up to the next ',' or end of line at bracket depth 0."""
         kinds, values = self.kinds, self.values
         first = i = self.i
-        # Fast path: a single-token value (a brace group, a name, a number, a string).
-        if kinds[i] in ("BRACED", "NAME", "NUMBER", "STRING") and kinds[i + 1] in (
-                "NL", "EOF") or values[i + 1] in (",", "}") and kinds[i + 1] == "PUNCT":
-            if kinds[i] in ("BRACED", "NAME", "NUMBER", "STRING"):
-                self.i = i + 1
-                return values[i]
         depth = 0
         opened: list[int] = []
         while True:
