@@ -137,6 +137,14 @@ class Attribute:
         return f"{self.key}={self.value}"
 
 
+def find_attribute(attributes: tuple[Attribute, ...], key: str) -> Optional[str]:
+    """The raw value of the first attribute named ``key``, or None."""
+    for a in attributes:
+        if a.key == key:
+            return a.value
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Instruction:
     """One HLO instruction.
@@ -164,10 +172,7 @@ class Instruction:
 
     def attribute(self, key: str) -> Optional[str]:
         """The raw text of attribute ``key``, or None."""
-        for a in self.attributes:
-            if a.key == key:
-                return a.value
-        return None
+        return find_attribute(self.attributes, key)
 
     @property
     def custom_call_target(self) -> Optional[str]:
@@ -264,10 +269,8 @@ class Module:
         return name in self._index
 
     def attribute(self, key: str) -> Optional[str]:
-        for a in self.attributes:
-            if a.key == key:
-                return a.value
-        return None
+        """The raw text of header attribute ``key``, or None."""
+        return find_attribute(self.attributes, key)
 
     @property
     def is_scheduled(self) -> bool:

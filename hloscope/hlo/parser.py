@@ -296,7 +296,7 @@ class _Parser:
             start = self.i
             comp = self.computation()
             if comp.name in names:
-                raise self.error_at(self.starts[start] + (6 if comp.is_entry else 0),
+                raise self.error_at(self.starts[start + (1 if comp.is_entry else 0)],
                                     "a computation name not used before",
                                     f"a second computation named '{comp.name}'")
             names[comp.name] = start
