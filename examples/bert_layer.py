@@ -121,3 +121,33 @@ def hloscope_entries(size: str = "base", batch: int = 1,
         "forward": (forward, (params, x, mask)),
         "train_step": (train_step, (params, zeros, zeros, jnp.zeros((), jnp.int32), x, mask, x)),
     }
+
+
+def stacked_train_step(size: str = "large", layers: int = 24, batch: int = 1,
+                       seq: int = 512) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """A whole BERT encoder stack's Adam training step, with abstract arguments (shapes only):
+    the model of the question hloscope started from (BERT-Large: 24 layers, seq 512)."""
+    cfg = CONFIGS[size]
+    heads = cfg["heads"]
+    one = jax.eval_shape(lambda: init_params(jax.random.PRNGKey(0), cfg["hidden"], heads,
+                                             cfg["intermediate"]))
+    params = [one] * layers
+
+    def stack_loss(ps: list[dict[str, jax.Array]], x: jax.Array, mask: jax.Array) -> jax.Array:
+        for p in ps:
+            x = encoder_layer(p, x, mask, heads)
+        return jnp.mean(jnp.square(x))
+
+    def train_step(ps: Any, m: Any, v: Any, step: jax.Array, x: jax.Array,
+                   mask: jax.Array) -> Any:
+        loss, grads = jax.value_and_grad(stack_loss)(ps, x, mask)
+        t = (step + 1).astype(jnp.float32)
+        m = jax.tree.map(lambda m_, g: 0.9 * m_ + 0.1 * g, m, grads)
+        v = jax.tree.map(lambda v_, g: 0.999 * v_ + 0.001 * g * g, v, grads)
+        ps = jax.tree.map(lambda p_, m_, v_: p_ - 1e-4 * (m_ / (1 - 0.9 ** t)) /
+                          (jnp.sqrt(v_ / (1 - 0.999 ** t)) + 1e-6), ps, m, v)
+        return ps, m, v, loss
+
+    x = jax.ShapeDtypeStruct((batch, seq, cfg["hidden"]), jnp.float32)
+    mask = jax.ShapeDtypeStruct((batch, seq), jnp.float32)
+    return train_step, (params, params, params, jax.ShapeDtypeStruct((), jnp.int32), x, mask)

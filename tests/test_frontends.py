@@ -111,3 +111,24 @@ def test_gpu_h100_lowering_without_a_gpu() -> None:
     assert post.is_scheduled
     assert any(i.opcode in ("fusion", "custom-call") for c in post.computations for i in c)
     assert summarize(post).parameter_bytes == out["memory"]["argument_size_in_bytes"]
+
+
+@needs_jax
+def test_bert_stack_scales_with_layers() -> None:
+    import os as _os
+    sys.path.insert(0, _os.path.join(ROOT, "examples"))
+    import bert_layer
+
+    from hloscope.frontends.jax import lower
+
+    def dots(layers: int) -> int:
+        fn, args = bert_layer.stacked_train_step("base", layers=layers, seq=16)
+        pre = parse(lower(fn, args).pre)
+        return sum(1 for c in pre.computations for i in c if i.opcode == "dot")
+
+    one, two = dots(1), dots(2)
+    # Forward: 6 matmuls (q, k, v, output, two feed-forward) + 2 attention einsums per layer;
+    # backward needs two dots for each (one per operand), except that the first layer's input
+    # is not differentiated, so its q, k and v projections skip the input gradient: 24 - 3.
+    assert one == 8 * 3 - 3
+    assert two == one + 8 * 3
