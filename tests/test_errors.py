@@ -195,3 +195,9 @@ def test_fixture_truncated_at_every_tenth_line_never_parses_quietly() -> None:
         else:  # a cut between computations is a valid, smaller module, never a broken one
             assert cut.rstrip().endswith("}")
             assert all(len(c) > 0 for c in m.computations)
+
+
+def test_error_inside_a_one_line_computation_points_at_the_character() -> None:
+    text = "HloModule m\n\nENTRY %e (p: f32[]) -> f32[] { ROOT %p = f33[] parameter(0) }\n"
+    e = error_of(text)
+    assert (e.line, e.column) == (3, text.splitlines()[2].index("f33") + 1)

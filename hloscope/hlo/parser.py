@@ -520,13 +520,11 @@ class _Parser:
 
     def split_braced(self, i: int) -> None:
         """Re-tokenize a one-line brace group as '{', its contents, '}'."""
-        start = self.starts[i]
-        inner = self.values[i][1:-1]
-        k, v, s = tokenize(inner)
+        start, end = self.starts[i], self.token_end(i)
+        k, v, s = tokenize(self.text, start + 1, end - 1)
         self.kinds[i:i + 1] = ["PUNCT"] + k[:-1] + ["PUNCT"]
         self.values[i:i + 1] = ["{"] + v[:-1] + ["}"]
-        self.starts[i:i + 1] = [start] + [x + start + 1 for x in s[:-1]] + [
-            start + len(inner) + 1]
+        self.starts[i:i + 1] = [start] + s[:-1] + [end - 1]
 
     def signature(self) -> None:
         """``(name: shape, ...) -> shape``; the shapes repeat the parameters', so only checked
