@@ -152,3 +152,23 @@ def test_import_and_inspect_work_without_jax_or_tensorflow() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "module jit_rnn" in proc.stdout
+
+
+def test_the_dump_directory_agrees_with_xla_buffer_assignment() -> None:
+    """The --xla_dump_to fixture: its optimized module's entry parameters and output are the
+    parameter and output allocations of XLA's own buffer assignment, to the byte."""
+    import glob
+    dump = fixture_path("dumps", "cpu_bert_layer_forward")
+    (post,) = glob.glob(f"{dump}/*.cpu_after_optimizations.txt")
+    (assignment,) = glob.glob(f"{dump}/*.cpu_after_optimizations-buffer-assignment.txt")
+    assert glob.glob(f"{dump}/*memory-usage-report.txt")
+    allocations = re.findall(r"^allocation \d+: size (\d+), (parameter \d+|output)",
+                             open(assignment).read(), re.M)
+    parameter_sizes = [int(size) for size, what in allocations if what.startswith("parameter")]
+    output_sizes = [int(size) for size, what in allocations if what == "output"]
+    s = summarize(parse_file(post))
+    assert len(parameter_sizes) == s.parameter_count == 18
+    assert sum(parameter_sizes) == s.parameter_bytes
+    assert output_sizes == [s.output_bytes]
+    stats = json.load(open(f"{dump}/memory_analysis.json"))
+    assert stats["argument_size_in_bytes"] == s.parameter_bytes
