@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import fixture_path
 from hloscope.hlo.ir import Attribute, Computation, Instruction, Module
 from hloscope.hlo.parser import parse
 from hloscope.hlo.printer import print_module
@@ -83,3 +84,37 @@ def test_printed_modules_parse_back_equal(module: Module) -> None:
     again = parse(print_module(module))
     assert again == module
     assert parse(print_module(module, operand_shapes=True)) == module
+
+
+# Mutations of real text: whatever is deleted, inserted or cut, the parser either returns a
+# module or raises HloParseError with a position inside the text, never another exception.
+_ZOO = open(fixture_path("handwritten", "syntax_zoo.hlo")).read()
+_PIECES = list('{}()[],=:%"/*\n -<>?.0123456789') + ["ROOT ", "ENTRY ", "f32[", "T(", "S(1)",
+                                                       "/*index=5*/", "kind=", "calls=%"]
+
+
+@st.composite
+def mutated_text(draw: st.DrawFn) -> str:
+    text = _ZOO
+    for _ in range(draw(st.integers(1, 3))):
+        pos = draw(st.integers(0, len(text) - 1)) if text else 0
+        how = draw(st.sampled_from(["delete", "insert", "cut"]))
+        if how == "delete":
+            text = text[:pos] + text[pos + draw(st.integers(1, 30)):]
+        elif how == "insert":
+            text = text[:pos] + draw(st.sampled_from(_PIECES)) + text[pos:]
+        else:
+            text = text[:pos]
+    return text
+
+
+@settings(max_examples=300, deadline=None)
+@given(mutated_text())
+def test_mutated_text_parses_or_fails_with_a_located_error(text: str) -> None:
+    from hloscope.hlo.parser import HloParseError
+    try:
+        parse(text, "mutated.hlo")
+    except HloParseError as e:
+        assert 1 <= e.line <= text.count("\n") + 1
+        assert e.column >= 1
+        assert str(e).startswith(f"mutated.hlo:{e.line}:{e.column}: error: ")

@@ -86,6 +86,7 @@ def test_tuples_nest_and_own_only_their_index_table() -> None:
     ("f32[2]{0,0}", "not a permutation"),
     ("f32[2]{0:x(1)}", "unexpected 'x' in layout"),
     ("f32[8]{0:T(8}", "unbalanced '(' in layout"),
+    ("f32[8]{0:T(8d)}", "expected tile sizes (numbers or '*'), found '(8d)'"),
 ])
 def test_malformed_shapes(text: str, message: str) -> None:
     with pytest.raises(ShapeError, match=message.replace("(", r"\(")):

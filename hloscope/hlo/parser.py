@@ -80,7 +80,6 @@ _SINGLE_TOKEN_VALUES = frozenset({"BRACED", "NAME", "NUMBER", "STRING"})
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _OPEN = frozenset("{([")
 _CLOSE = frozenset("})]")
-_INT_RE = re.compile(r"-?\d+")
 _KV_INT_RE = re.compile(r"([A-Za-z_]+)=(-?\d+)")
 
 
@@ -342,9 +341,9 @@ class _Parser:
             i += 2
             # Most values are one token (a brace group, a name, a number, a string) followed by
             # ',' or the line's end; anything else goes through attribute_value.
-            nxt = kinds[i + 1]
             if kinds[i] in _SINGLE_TOKEN_VALUES and (
-                    nxt == "NL" or nxt == "EOF" or nxt == "PUNCT" and values[i + 1] in ",}"):
+                    kinds[i + 1] in ("NL", "EOF")
+                    or kinds[i + 1] == "PUNCT" and values[i + 1] in ",}"):
                 out.append(Attribute(key, values[i]))
                 i += 1
             else:
@@ -405,6 +404,8 @@ class _Parser:
             self.end_of_line(f"end of line after '{table}'")
             self.skip_nl()
             while kinds[self.i] == "NUMBER":
+                if not values[self.i].isdigit():
+                    raise self.error(f"a row number in table {table}")
                 row_id = int(values[self.i])
                 if row_id != len(rows) + 1:
                     raise self.error(f"row id {len(rows) + 1} in table {table}")

@@ -243,8 +243,11 @@ def _parse_layout(text: str, rank: int, offset: int) -> Layout:
                 break
         if key == "T":
             for g in groups:
-                tiles.append(tuple(None if x.strip() == "*" else int(x) for x in g.split(",")
-                                   if x.strip()))
+                dims = [x.strip() for x in g.split(",") if x.strip()]
+                if not all(d == "*" or d.isdigit() for d in dims):
+                    raise ShapeError(f"expected tile sizes (numbers or '*'), found '({g})'",
+                                     offset + len(m2m_text) + 1)
+                tiles.append(tuple(None if d == "*" else int(d) for d in dims))
         elif key == "E" and groups and groups[0].strip().isdigit():
             element_size = int(groups[0])
         elif key == "S" and groups and groups[0].strip().isdigit():
