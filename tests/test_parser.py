@@ -131,6 +131,9 @@ def test_attributes_are_kept_verbatim_and_modelled_ones_decoded(zoo) -> None:
     assert e.instruction("t").attribute("sharding") == "{{replicated}, {maximal device=0}}"
     assert e.instruction("w").attribute("sharding") == \
         "{devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}"
+    assert e.instruction("iota_sharded").attribute("sharding") == "{devices=[2,2]<=[4]}"
+    assert e.instruction("iota_transposed").attribute("sharding") == \
+        "{devices=[4,2,1]<=[2,4]T(1,0) last_tile_dims={manual}}"
     conv = e.instruction("conv")
     assert conv.attribute("window") == "{size=3x3 pad=1_1x1_1}"
     assert conv.attribute("dim_labels") == "b01f_01io->b01f"
