@@ -80,6 +80,8 @@ def test_tuples_nest_and_own_only_their_index_table() -> None:
     assert s.total_logical_bytes == 16 + 16 + 8 + 4 + 1
     assert [str(x) for x in s.leaves()] == ["f32[2]{0}", "s32[]", "pred[]"]
     assert str(parse_shape("()")) == "()"
+    # Padded total: table 16 + bf16[4,256] padded to 8 rows (4,096) + s32[] (4).
+    assert parse_shape("(bf16[4,256]{1,0:T(8,128)}, s32[])").total_padded_bytes == 16 + 4096 + 4
 
 
 @pytest.mark.parametrize("text, message", [

@@ -7,7 +7,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 from hloscope.hlo.ir import CONTROL_FLOW_OPCODES, Module
-from hloscope.hlo.shape import Shape
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +89,8 @@ def summarize(module: Module) -> ModuleSummary:
         fusions_by_backend_kind=_sorted_counts(backend_kinds),
         parameter_count=len(params),
         parameter_bytes=sum(p.shape.total_logical_bytes for p in params),
-        parameter_padded_bytes=sum(_total_padded(p.shape) for p in params),
+        parameter_padded_bytes=sum(p.shape.total_padded_bytes for p in params),
         output_bytes=root.total_logical_bytes,
-        output_padded_bytes=_total_padded(root),
+        output_padded_bytes=root.total_padded_bytes,
     )
 
-
-def _total_padded(shape: Shape) -> int:
-    if shape.is_tuple:
-        return shape.logical_bytes + sum(_total_padded(s) for s in shape.tuple_shapes)
-    return shape.padded_bytes

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from hloscope.frontends.targets import Target, get_target
 
@@ -101,8 +101,3 @@ def memory_stats(compiled: Any) -> dict[str, int]:
             "temp_size_in_bytes", "generated_code_size_in_bytes")
     return {k: int(getattr(stats, k)) for k in keys if hasattr(stats, k)}
 
-
-def lower_entry(entries: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]],
-                name: Optional[str], target: str = "cpu") -> Lowered:
-    fn, args = entries[name] if name is not None else next(iter(entries.values()))
-    return lower(fn, args, target)

@@ -91,17 +91,12 @@ def parse_backend_config(raw: str) -> Union[dict[str, Any], list[Any], str]:
     return raw
 
 
-_COMP_NAME_RE = re.compile(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)")
-
-
-def parse_computation_list(raw: str) -> tuple[str, ...]:
-    """``%comp`` or ``{%a, %b}`` → names without '%'."""
-    return tuple(m.group(1) for m in _COMP_NAME_RE.finditer(raw))
+_NAME_RE = re.compile(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)")
 
 
 def parse_name_list(raw: str) -> tuple[str, ...]:
-    """``{%a, %b}`` (control-predecessors) → names without '%'."""
-    return parse_computation_list(raw)
+    """``%comp`` or ``{%a, %b}`` (computations, control predecessors) → names without '%'."""
+    return tuple(m.group(1) for m in _NAME_RE.finditer(raw))
 
 
 def parse_int_list(raw: str) -> tuple[int, ...]:
@@ -159,12 +154,3 @@ def parse_frontend_attributes(raw: str) -> dict[str, str]:
     """``{_xla_stream_annotation="1",compute_type="host"}``."""
     return {m.group(1): unquote(m.group(2)) for m in _FRONTEND_RE.finditer(raw)}
 
-
-_OUTPUT_OPERAND_ALIAS_RE = re.compile(r"\{([0-9,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([0-9,\s]*)\}\s*\)")
-
-
-def parse_output_to_operand_aliasing(
-        raw: str) -> tuple[tuple[tuple[int, ...], int, tuple[int, ...]], ...]:
-    """``{{}: (0, {})}`` → ((output index), operand number, (operand index))."""
-    return tuple((parse_int_list(m.group(1)), int(m.group(2)), parse_int_list(m.group(3)))
-                 for m in _OUTPUT_OPERAND_ALIAS_RE.finditer(raw))

@@ -619,7 +619,7 @@ class _Parser:
                 if key == "metadata":
                     metadata = attrs.parse_metadata(a.value)
                 elif key in COMPUTATION_ATTRIBUTES:
-                    names = attrs.parse_computation_list(a.value)
+                    names = attrs.parse_name_list(a.value)
                     called += names
                     self.calls.append((names, a, line_pos))
                 elif key == "kind" and opcode == "fusion":

@@ -136,6 +136,13 @@ class Shape:
             return self.logical_bytes + sum(s.total_logical_bytes for s in self.tuple_shapes)
         return self.logical_bytes
 
+    @property
+    def total_padded_bytes(self) -> int:
+        """Padded bytes of this shape and, for a tuple, of all its elements recursively."""
+        if self.is_tuple:
+            return self.logical_bytes + sum(s.total_padded_bytes for s in self.tuple_shapes)
+        return self.padded_bytes
+
     def leaves(self) -> tuple["Shape", ...]:
         """The array (and token) shapes of a possibly nested tuple, depth-first."""
         if not self.is_tuple:
@@ -162,7 +169,6 @@ class Shape:
 
 
 _ARRAY_RE = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](?:\{([^{}]*)\})?")
-_TILE_RE = re.compile(r"\(([0-9*,\s]*)\)")
 _TAIL_ITEM_RE = re.compile(r"(SC|[A-Z#*])\(")
 _cache: dict[str, Shape] = {}
 
