@@ -1,6 +1,6 @@
 """The typed IR of an HLO module: Module, Computation, Instruction and their parts.
 
-Everything is a frozen dataclass. Attributes are kept as (key, raw text) pairs in the order XLA
+Everything is a frozen dataclass, and this module imports nothing of the parser side. Attributes are kept as (key, raw text) pairs in the order XLA
 printed them, which is what the printer writes back; the fields analyses need (fusion kind,
 called computations, metadata, backend config, ...) are decoded from them by the parser.
 """
@@ -253,6 +253,12 @@ class Module:
     attributes: tuple[Attribute, ...] = ()
     stack_frame_index: StackFrameIndex = StackFrameIndex()
     source: str = field(default="<string>", compare=False)
+    # Decoded from the header attributes by the parser (never printed from these fields).
+    entry_computation_layout: Optional[tuple[tuple[Shape, ...], Shape]] = field(
+        default=None, compare=False)
+    input_output_alias: tuple[InputOutputAlias, ...] = field(default=(), compare=False)
+    buffer_donor: tuple[tuple[int, tuple[int, ...]], ...] = field(default=(), compare=False)
+    frontend_attributes: dict[str, str] = field(default_factory=dict, compare=False)
     _index: dict[str, Computation] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -285,31 +291,6 @@ class Module:
     def num_partitions(self) -> int:
         raw = self.attribute("num_partitions")
         return int(raw) if raw is not None and raw.isdigit() else 1
-
-    @property
-    def entry_computation_layout(self) -> Optional[tuple[tuple[Shape, ...], Shape]]:
-        """(parameter shapes, result shape) from the header, or None if it has none."""
-        from hloscope.hlo.attributes import parse_program_shape
-        raw = self.attribute("entry_computation_layout")
-        return parse_program_shape(raw) if raw is not None else None
-
-    @property
-    def input_output_alias(self) -> tuple[InputOutputAlias, ...]:
-        from hloscope.hlo.attributes import parse_input_output_alias
-        raw = self.attribute("input_output_alias")
-        return parse_input_output_alias(raw) if raw is not None else ()
-
-    @property
-    def buffer_donor(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
-        from hloscope.hlo.attributes import parse_buffer_donor
-        raw = self.attribute("buffer_donor")
-        return parse_buffer_donor(raw) if raw is not None else ()
-
-    @property
-    def frontend_attributes(self) -> dict[str, str]:
-        from hloscope.hlo.attributes import parse_frontend_attributes
-        raw = self.attribute("frontend_attributes")
-        return parse_frontend_attributes(raw) if raw is not None else {}
 
     def source_location(self, instr: Instruction) -> Optional[SourceLocation]:
         """File, line and function an instruction came from: its stack frame, else its

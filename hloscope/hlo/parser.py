@@ -273,15 +273,22 @@ class _Parser:
         self.i += 1
         name = self.expect_name("a module name")
         header = self.attribute_list()
+        decoded: dict[str, object] = {}
         for a in header:
             if a.key == "entry_computation_layout":
                 try:
-                    attrs.parse_program_shape(a.value)
+                    decoded["entry_computation_layout"] = attrs.parse_program_shape(a.value)
                 except ValueError as e:
                     short = a.value if len(a.value) <= 40 else a.value[:37] + "..."
                     raise self.error_at(self.text.find(a.value, self.starts[0]),
                                         "an entry computation layout like {(f32[2])->f32[2]}",
                                         f"'{short}' ({e})") from None
+            elif a.key == "input_output_alias":
+                decoded["input_output_alias"] = attrs.parse_input_output_alias(a.value)
+            elif a.key == "buffer_donor":
+                decoded["buffer_donor"] = attrs.parse_buffer_donor(a.value)
+            elif a.key == "frontend_attributes":
+                decoded["frontend_attributes"] = attrs.parse_frontend_attributes(a.value)
         self.end_of_line("end of line after the module header")
         tables = self.stack_frame_tables()
         computations: list[Computation] = []
@@ -319,7 +326,8 @@ class _Parser:
             entry_name = last.name
             computations[-1] = Computation(last.name, last.instructions, True,
                                            last.execution_thread)
-        return Module(name, tuple(computations), entry_name, header, tables, self.source)
+        return Module(name, tuple(computations), entry_name, header, tables, self.source,
+                      **decoded)  # type: ignore[arg-type]
 
     def end_of_line(self, expected: str) -> None:
         kind = self.kinds[self.i]
