@@ -62,6 +62,43 @@ def inspect(file: str, as_json: bool, show_all: bool) -> None:
         click.echo(render_summary(summary, top_opcodes=0 if show_all else 25), nl=False)
 
 
+_SORT_KEYS = {
+    "bytes": lambda c: (-c.intermediate_bytes, -c.op_count, c.name),
+    "ops": lambda c: (-c.op_count, -c.intermediate_bytes, c.name),
+    "name": lambda c: c.name,
+    "schedule": None,
+}
+
+
+@main.command()
+@click.argument("file", type=click.Path(allow_dash=True, dir_okay=False))
+@click.option("--pre", "pre_file", type=click.Path(dir_okay=False),
+              help="The pre-optimization HLO of the same program: classify each of its ops as "
+                   "materialized, fused or gone.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--sort", "sort_by", type=click.Choice(list(_SORT_KEYS)), default="bytes",
+              show_default=True, help="Row order: intermediate bytes, op count, name, or the "
+                                       "module's own order.")
+@click.option("--top", type=click.IntRange(min=0), default=30, show_default=True,
+              help="Rows to show in the table (0: all). JSON always has every fusion.")
+def fusions(file: str, pre_file: Optional[str], as_json: bool, sort_by: str, top: int) -> None:
+    """Every fusion of an optimized module as a cluster: kind, hero, ops, input and output
+    bytes, the intermediates it keeps out of device memory, and the framework scopes and
+    source lines it absorbed."""
+    from hloscope.analysis.fusion import fusion_report
+    post = load_module(file)
+    pre = load_module(pre_file) if pre_file else None
+    report = fusion_report(post, pre)
+    if as_json:
+        from hloscope.present.json import render
+        click.echo(render(report), nl=False)
+        return
+    from hloscope.present.terminal import render_fusions
+    key = _SORT_KEYS[sort_by]
+    rows = sorted(report.clusters, key=key) if key else list(report.clusters)
+    click.echo(render_fusions(report, rows[:top] if top else rows), nl=False)
+
+
 def run(argv: Optional[list[str]] = None) -> int:
     """Entry for tests: run the CLI and return its exit code instead of exiting."""
     try:

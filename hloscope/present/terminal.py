@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
+from hloscope.analysis.fusion import FusionCluster, FusionReport
 from hloscope.analysis.summary import ModuleSummary
 from hloscope.present.format import human_bytes, table
 
@@ -41,4 +44,50 @@ def render_summary(s: ModuleSummary, top_opcodes: int = 0) -> str:
     lines.append("computations:")
     lines += table([(c.name, c.role + (f" [{c.execution_thread}]" if c.execution_thread else ""),
                      f"{c.instruction_count:,}") for c in s.computations])
+    return "\n".join(lines) + "\n"
+
+
+def _short_source(src: str) -> str:
+    return src.rsplit("/", 1)[-1]
+
+
+def _scopes(scopes: tuple[str, ...], limit: int = 2) -> str:
+    shown = ", ".join(scopes[:limit])
+    return shown + (f" +{len(scopes) - limit}" if len(scopes) > limit else "")
+
+
+def render_fusions(r: FusionReport, clusters: Sequence[FusionCluster],
+                   largest_fused: int = 10) -> str:
+    """One row per fusion (in the order given), totals, and the pre → post map if present."""
+    lines = [f"module {r.module}  ({r.source})", ""]
+    rows: list[tuple[str, ...]] = [("fusion", "kind", "hero", "ops", "in", "out",
+                                    "intermediates", "scopes", "source")]
+    for c in clusters:
+        kind = c.kind + (f"/{c.backend_kind}" if c.backend_kind else "")
+        rows.append((c.name + (f" (in {c.parent})" if c.parent else ""), kind, c.hero_opcode,
+                     str(c.op_count), human_bytes(c.input_bytes), human_bytes(c.output_bytes),
+                     f"{c.intermediate_count} / {human_bytes(c.intermediate_bytes)}",
+                     _scopes(c.scopes), _short_source(c.source)))
+    lines += table(rows)
+    if len(clusters) < len(r.clusters):
+        lines.append(f"  ... {len(r.clusters) - len(clusters)} more fusions (--top 0 for all)")
+    t = r.totals
+    lines += ["", f"fusions {t.fusions} ("
+              + ", ".join(f"{k} {n}" for k, n in t.by_kind.items()) + ")",
+              f"fused ops {t.fused_ops:,} (instructions in fused computations)",
+              f"intermediates eliminated {t.intermediates:,}: {t.intermediate_bytes:,} B "
+              f"({human_bytes(t.intermediate_bytes)}) that never become device buffers",
+              "  (a sum of values, i.e. memory traffic saved; the memory saved is the "
+              "difference of peaks: hloscope memory)"]
+    if r.pre_post is not None:
+        p = r.pre_post
+        total = p.materialized + p.fused + p.gone
+        lines += ["", f"pre-optimization ops: {total:,}  materialized {p.materialized:,}  "
+                  f"fused {p.fused:,}  gone {p.gone:,}  "
+                  f"(classified by metadata: {p.coverage:.1%})"]
+        big = p.largest_fused(largest_fused)
+        if big:
+            lines.append("largest pre-optimization values fused away:")
+            lines += table([(op.name, op.opcode, op.shape, human_bytes(op.logical_bytes),
+                             op.scope, ", ".join(op.fusions[:2])) for op in big])
     return "\n".join(lines) + "\n"

@@ -1,0 +1,403 @@
+"""Fusion clusters: every fusion, what it contains, where its ops came from, and what it keeps
+out of device memory; and the pre → post map that says what became of each op XLA was given.
+
+Plain data in, plain data out: ``fusion_clusters(module)`` and ``pre_post_map(pre, post)``
+return frozen dataclasses; ``fusion_report`` bundles both for the presenters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from hloscope.hlo.ir import Computation, Instruction, Module
+
+# Instructions that define no value of their own: they name (part of) another value.
+VIEW_OPCODES = frozenset({"bitcast", "get-tuple-element", "tuple"})
+
+# The op that gives a fusion its character, strongest first. XLA's GPU emitters pick a
+# fusion's "hero" per root with FindNonTrivialHero (xla/service/gpu/ir_emission_utils.cc):
+# from each root they walk up through trivial ops (bitcasts, elementwise unary ops) to a
+# reduction or transpose. hloscope applies that walk first; where it finds no such op it
+# takes the strongest op below, which covers library calls (dot, convolution, custom-call)
+# that the walk does not name.
+HERO_PRIORITY = ("custom-call", "convolution", "dot", "scatter", "reduce-window", "reduce",
+                 "select-and-scatter", "sort", "transpose", "dynamic-update-slice", "fusion")
+_HERO_WALK_TARGETS = frozenset({"reduce", "transpose", "reduce-window", "scatter"})
+_TRIVIAL_UNARY = frozenset({"bitcast", "reshape", "convert", "copy", "negate", "abs", "exp",
+                            "log", "tanh", "sqrt", "rsqrt", "logistic", "cosine", "sine"})
+
+_JIT_PREFIX = re.compile(r"^(?:jit|pjit|xla_computation)\([^/]*\)/")
+
+
+def trim_scope(op_name: str) -> str:
+    """``jit(forward)/attention/softmax/exp`` → ``attention/softmax/exp``: the outer jit
+    wrapper names the traced function, which every op of the module shares."""
+    return _JIT_PREFIX.sub("", op_name, count=1)
+
+
+@dataclass(frozen=True, slots=True)
+class ValueRef:
+    """One value a fusion reads, writes or keeps inside: its defining instruction and size."""
+
+    name: str
+    opcode: str
+    shape: str
+    logical_bytes: int
+    padded_bytes: int
+    scope: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FusionCluster:
+    """One fusion instruction and its fused computation.
+
+    ``intermediates`` are the fused instructions that would each be a buffer of their own if
+    the fusion were expanded op by op: not parameters, not views (bitcast, get-tuple-element,
+    tuple), not constants (counted apart), and not the fusion's outputs. A nested fusion's own
+    result is an intermediate of its parent; its inside is a cluster of its own (``parent``).
+    """
+
+    name: str
+    computation: str  # where the fusion instruction sits (the entry, a while body, a fusion)
+    fused_computation: str
+    kind: str  # kLoop, kInput, kOutput, kCustom
+    backend_kind: Optional[str]  # e.g. __triton_gemm, __ynn_fusion
+    hero: str
+    hero_opcode: str
+    op_count: int  # every instruction of the fused computation, parameters included
+    opcode_counts: dict[str, int]
+    inputs: tuple[ValueRef, ...]
+    outputs: tuple[ValueRef, ...]
+    intermediates: tuple[ValueRef, ...]
+    intermediate_count: int
+    intermediate_bytes: int
+    intermediate_padded_bytes: int
+    constant_count: int
+    constant_bytes: int
+    input_bytes: int
+    output_bytes: int
+    scopes: tuple[str, ...]  # distinct framework scopes of the fused ops, first seen first
+    source_lines: tuple[str, ...]  # distinct file:line of the fused ops
+    op_name: str  # the fusion instruction's own scope
+    source: str  # and source line
+    parent: Optional[str] = None
+    children: tuple[str, ...] = ()
+
+
+def _source(module: Module, instr: Instruction) -> str:
+    loc = module.source_location(instr)
+    if loc is None or not loc.file:
+        return ""
+    return f"{loc.file}:{loc.line}" if loc.line else loc.file
+
+
+def _scope(instr: Instruction) -> str:
+    return trim_scope(instr.metadata.op_name) if instr.metadata and instr.metadata.op_name \
+        else ""
+
+
+def value_ref(module: Module, instr: Instruction) -> ValueRef:
+    return ValueRef(instr.name, instr.opcode, str(instr.shape), instr.shape.total_logical_bytes,
+                    instr.shape.total_padded_bytes, _scope(instr), _source(module, instr))
+
+
+def _through_views(comp: Computation, name: str) -> Instruction:
+    """The instruction that defines the value ``name`` names, looking through bitcasts."""
+    instr = comp.instruction(name)
+    while instr.opcode == "bitcast" and instr.operands:
+        instr = comp.instruction(instr.operands[0])
+    return instr
+
+
+def fusion_outputs(fused: Computation) -> tuple[Instruction, ...]:
+    """The instructions whose values leave a fusion: the root, or each element of a
+    multi-output fusion's tuple root."""
+    root = fused.root
+    if root.opcode == "tuple":
+        return tuple(fused.instruction(op) for op in root.operands)
+    return (root,)
+
+
+def find_hero(fused: Computation) -> Instruction:
+    """The op that gives the fusion its character (see HERO_PRIORITY)."""
+    for out in fusion_outputs(fused):
+        instr = out
+        while instr.opcode in _TRIVIAL_UNARY and len(instr.operands) == 1:
+            instr = fused.instruction(instr.operands[0])
+        if instr.opcode in _HERO_WALK_TARGETS:
+            return instr
+    rank = {op: k for k, op in enumerate(HERO_PRIORITY)}
+    best: Optional[Instruction] = None
+    for instr in fused.instructions:
+        k = rank.get(instr.opcode)
+        if k is not None and (best is None or k < rank[best.opcode]):
+            best = instr
+    if best is not None:
+        return best
+    return _through_views(fused, fusion_outputs(fused)[0].name)
+
+
+def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Optional[str],
+             children: tuple[str, ...]) -> FusionCluster:
+    fused = module.computation(instr.called_computations[0])
+    outputs = fusion_outputs(fused)
+    output_names = {o.name for o in outputs}
+    output_names.update(_through_views(fused, o.name).name for o in outputs)
+    intermediates: list[ValueRef] = []
+    constants = [i for i in fused.instructions if i.opcode == "constant"]
+    scopes: dict[str, None] = {}
+    lines: dict[str, None] = {}
+    for i in fused.instructions:
+        if i.opcode != "parameter":
+            if (s := _scope(i)):
+                scopes[s] = None
+            if (src := _source(module, i)):
+                lines[src] = None
+        if i.opcode in VIEW_OPCODES or i.opcode in ("parameter", "constant") or \
+                i.name in output_names:
+            continue
+        intermediates.append(value_ref(module, i))
+    hero = find_hero(fused)
+    inputs = tuple(value_ref(module, comp.instruction(op)) for op in instr.operands)
+    outs = tuple(value_ref(module, o) for o in outputs)
+    return FusionCluster(
+        name=instr.name, computation=comp.name, fused_computation=fused.name,
+        kind=instr.fusion_kind.value if instr.fusion_kind else "",
+        backend_kind=instr.backend_fusion_kind,
+        hero=hero.name, hero_opcode=hero.opcode,
+        op_count=len(fused),
+        opcode_counts=dict(sorted(Counter(i.opcode for i in fused.instructions).items(),
+                                  key=lambda kv: (-kv[1], kv[0]))),
+        inputs=inputs, outputs=outs,
+        intermediates=tuple(intermediates),
+        intermediate_count=len(intermediates),
+        intermediate_bytes=sum(v.logical_bytes for v in intermediates),
+        intermediate_padded_bytes=sum(v.padded_bytes for v in intermediates),
+        constant_count=len(constants),
+        constant_bytes=sum(c.shape.total_logical_bytes for c in constants),
+        input_bytes=sum(v.logical_bytes for v in inputs),
+        output_bytes=sum(v.logical_bytes for v in outs),
+        scopes=tuple(scopes), source_lines=tuple(lines),
+        op_name=_scope(instr), source=_source(module, instr),
+        parent=parent, children=children)
+
+
+def fusion_clusters(module: Module) -> tuple[FusionCluster, ...]:
+    """Every fusion of the module as a cluster, in module order (a nested fusion after the
+    fusion whose computation holds it is not guaranteed: follow ``parent``)."""
+    # Which fusion instruction owns each fused computation, to link nested fusions.
+    owner: dict[str, str] = {}
+    nested: dict[str, list[str]] = {}
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode == "fusion" and instr.called_computations:
+                owner.setdefault(instr.called_computations[0], instr.name)
+    for comp in module.computations:
+        if comp.name in owner:
+            for instr in comp.instructions:
+                if instr.opcode == "fusion" and instr.called_computations:
+                    nested.setdefault(owner[comp.name], []).append(instr.name)
+    out: list[FusionCluster] = []
+    for comp in module.computations:
+        fusions = [i for i in comp.instructions if i.opcode == "fusion" and i.called_computations]
+        if not fusions:
+            continue
+        for instr in fusions:
+            out.append(_cluster(module, comp, instr, owner.get(comp.name),
+                                tuple(nested.get(instr.name, ()))))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# pre → post: what became of each op XLA was given
+
+MATERIALIZED, FUSED, GONE = "materialized", "fused", "gone"
+
+
+@dataclass(frozen=True, slots=True)
+class PreOp:
+    """One pre-optimization instruction and what optimization made of it."""
+
+    name: str
+    computation: str
+    opcode: str
+    shape: str
+    logical_bytes: int
+    scope: str  # composed through calls, trimmed of the jit(...) prefix
+    source: str
+    status: str  # materialized, fused, gone
+    matched_by: str  # metadata, opcode+shape
+    fusions: tuple[str, ...]  # the post-opt fusions holding an op of the same provenance
+
+
+@dataclass(frozen=True, slots=True)
+class PrePostMap:
+    ops: tuple[PreOp, ...]
+    materialized: int
+    fused: int
+    gone: int
+    by_metadata: int
+    coverage: float  # share of pre-opt instructions classified by metadata
+
+    def largest_fused(self, n: int) -> tuple[PreOp, ...]:
+        fused = [op for op in self.ops if op.status == FUSED]
+        return tuple(sorted(fused, key=lambda op: (-op.logical_bytes, op.name))[:n])
+
+
+def program_computations(module: Module) -> list[tuple[Computation, str]]:
+    """The computations that run as program steps (the entry and what control flow calls:
+    while bodies and conditions, conditional branches, calls), each with the op_name prefix
+    its instructions' relative op_names need. Reducers and fused computations are not steps."""
+    out: list[tuple[Computation, str]] = []
+    seen: set[str] = set()
+
+    def visit(comp: Computation, prefix: str) -> None:
+        if comp.name in seen:
+            return
+        seen.add(comp.name)
+        out.append((comp, prefix))
+        for instr in comp.instructions:
+            if instr.opcode in ("while", "conditional", "call", "async-start") or \
+                    instr.opcode.startswith("async"):
+                # JAX prints a call's callee with op_names relative to the call: compose them.
+                child = (instr.metadata.op_name if instr.opcode == "call" and instr.metadata
+                         else prefix)
+                for callee in instr.called_computations:
+                    if callee in module:
+                        visit(module.computation(callee), child)
+
+    visit(module.entry, "")
+    return out
+
+
+def _compose(prefix: str, op_name: str) -> str:
+    if not prefix or not op_name or _JIT_PREFIX.match(op_name) or op_name.startswith(prefix):
+        return op_name
+    return f"{prefix}/{op_name}"
+
+
+def _dims_key(instr: Instruction) -> tuple[str, str]:
+    return instr.opcode, instr.shape.format(layout=False)
+
+
+def pre_post_map(pre: Module, post: Module) -> PrePostMap:
+    """Classify every value-defining pre-optimization instruction of the program computations
+    (views such as tuple and get-tuple-element are left out): *materialized*
+    (a top-level post-opt instruction carries its op_name and source line), *fused* (only fused
+    instructions do), or *gone* (none does: simplified, CSE'd or dead). Where an instruction has
+    no op_name, fall back to opcode + shape among post-opt instructions of the same scope."""
+    fused_owner: dict[str, str] = {}
+    for comp in post.computations:
+        for instr in comp.instructions:
+            if instr.opcode == "fusion" and instr.called_computations:
+                fused_owner.setdefault(instr.called_computations[0], instr.name)
+    # Close nested fusions over their outermost owner's name.
+    top_level = {c.name for c, _ in program_computations(post)}
+    top_keys: set[tuple[str, str]] = set()
+    top_names: set[str] = set()
+    top_shapes: dict[tuple[str, str], list[str]] = {}
+    fused_keys: dict[tuple[str, str], set[str]] = {}
+    fused_names: dict[str, set[str]] = {}
+    fused_shapes: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for comp in post.computations:
+        is_top = comp.name in top_level
+        owner = fused_owner.get(comp.name)
+        if not is_top and owner is None:
+            continue
+        for instr in comp.instructions:
+            name = instr.metadata.op_name if instr.metadata else ""
+            key = (name, _source(post, instr))
+            if is_top:
+                if instr.opcode != "fusion":
+                    top_shapes.setdefault(_dims_key(instr), []).append(name)
+                if name:
+                    top_keys.add(key)
+                    top_names.add(name)
+            elif owner is not None:
+                fused_shapes.setdefault(_dims_key(instr), []).append((name, owner))
+                if name:
+                    fused_keys.setdefault(key, set()).add(owner)
+                    fused_names.setdefault(name, set()).add(owner)
+    ops: list[PreOp] = []
+    counts: Counter[str] = Counter()
+    by_metadata = 0
+    for comp, prefix in program_computations(pre):
+        for instr in comp.instructions:
+            if instr.opcode in VIEW_OPCODES or (instr.opcode == "parameter"
+                                                and not comp.is_entry):
+                # Views and a callee's parameters name another value: no op of their own.
+                continue
+            raw = instr.metadata.op_name if instr.metadata else ""
+            src = _source(pre, instr)
+            fusions: Iterable[str] = ()
+            if raw:
+                full = _compose(prefix, raw)
+                key = (full, src)
+                by_metadata += 1
+                matched = "metadata"
+                if key in top_keys or (key not in fused_keys and full in top_names):
+                    status = MATERIALIZED
+                elif key in fused_keys or full in fused_names:
+                    status = FUSED
+                    fusions = fused_keys.get(key) or fused_names.get(full, set())
+                else:
+                    status = GONE
+            else:
+                full = prefix
+                matched = "opcode+shape"
+                dk = _dims_key(instr)
+                if instr.opcode == "parameter" or any(
+                        n.startswith(prefix) for n in top_shapes.get(dk, ())):
+                    status = MATERIALIZED
+                elif (hits := [o for n, o in fused_shapes.get(dk, ()) if n.startswith(prefix)]):
+                    status = FUSED
+                    fusions = hits
+                else:
+                    status = GONE
+            counts[status] += 1
+            ops.append(PreOp(instr.name, comp.name, instr.opcode, str(instr.shape),
+                             instr.shape.total_logical_bytes, trim_scope(full), src, status,
+                             matched, tuple(sorted(set(fusions)))))
+    total = len(ops)
+    return PrePostMap(tuple(ops), counts[MATERIALIZED], counts[FUSED], counts[GONE],
+                      by_metadata, by_metadata / total if total else 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The report ``hloscope fusions`` prints
+
+@dataclass(frozen=True, slots=True)
+class FusionTotals:
+    fusions: int
+    fused_ops: int  # instructions inside fused computations, parameters included
+    intermediates: int
+    intermediate_bytes: int
+    by_kind: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class FusionReport:
+    schema: str
+    module: str
+    source: str
+    clusters: tuple[FusionCluster, ...]
+    totals: FusionTotals
+    pre_post: Optional[PrePostMap] = None
+
+
+def fusion_report(post: Module, pre: Optional[Module] = None) -> FusionReport:
+    clusters = fusion_clusters(post)
+    kinds = Counter(c.kind for c in clusters)
+    totals = FusionTotals(
+        fusions=len(clusters),
+        fused_ops=sum(c.op_count for c in clusters),
+        intermediates=sum(c.intermediate_count for c in clusters),
+        intermediate_bytes=sum(c.intermediate_bytes for c in clusters),
+        by_kind=dict(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))))
+    return FusionReport("hloscope.fusions/1", post.name, post.source, clusters, totals,
+                        pre_post_map(pre, post) if pre is not None else None)
+
