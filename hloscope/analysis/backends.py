@@ -1,0 +1,209 @@
+"""What differs per backend in buffer assignment, in one table: the sharing rule (may a value
+take over the buffer of an operand that dies at its instruction?), heap alignment, byte sizes
+(tile padding) and whether tuple index tables count as temp.
+
+The rules are XLA's as measured on this project's targets (docs/memory-model.md;
+``shared/reference/xla-buffer-assignment.md``): cpu uses XLA's generic
+``HloDataflowAnalysis::CanShareOperandBufferWithUser``, gpu the stricter
+``FusionCanShareBufferHint`` (xla/service/gpu/buffer_sharing.cc); the TPU compiler is closed
+source, and the gpu rule with the output allowed other consumers came closest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from hloscope.hlo.ir import Computation, Instruction, Module
+from hloscope.hlo.shape import Shape
+
+# XLA's HloInstruction::IsElementwise for the opcodes that appear in optimized modules.
+ELEMENTWISE_OPCODES = frozenset({
+    "abs", "add", "and", "atan2", "cbrt", "ceil", "clamp", "clz", "compare", "complex", "convert",
+    "copy", "cosine", "divide", "erf", "exponential", "exponential-minus-one", "floor", "imag",
+    "is-finite", "log", "log-plus-one", "logistic", "maximum", "minimum", "multiply", "negate",
+    "not", "or", "popcnt", "power", "real", "reduce-precision", "remainder", "round-nearest-afz",
+    "round-nearest-even", "rsqrt", "select", "shift-left", "shift-right-arithmetic",
+    "shift-right-logical", "sign", "sine", "sqrt", "subtract", "tan", "tanh", "xor",
+    "bitcast-convert", "stochastic-convert"})
+# Ops that update their first operand in place.
+IN_PLACE_OPERAND0 = frozenset({"dynamic-update-slice", "scatter"})
+
+
+def same_array(a: Shape, b: Shape) -> bool:
+    """ShapeUtil::Equal for arrays: element type, dimensions and layout."""
+    return (a.element_type == b.element_type and a.dimensions == b.dimensions
+            and (a.layout.minor_to_major if a.layout else None)
+            == (b.layout.minor_to_major if b.layout else None))
+
+
+# A sharing rule: may ``user``'s value at ``index`` reuse the buffer of operand number
+# ``operand_index`` (of shape ``operand_shape``, dying at ``user``)? The module is there to look
+# inside fusions.
+ShareRule = Callable[[Module, Instruction, int, Shape, tuple[int, ...]], bool]
+
+
+def _fused_output(fused: Computation, index: tuple[int, ...]) -> Optional[Instruction]:
+    root = fused.root
+    if not index:
+        return root
+    if root.opcode == "tuple" and len(index) == 1 and index[0] < len(root.operands):
+        return fused.instruction(root.operands[index[0]])
+    return None
+
+
+def _fused_parameter(fused: Computation, number: int) -> Optional[Instruction]:
+    for p in fused.instructions:
+        if p.opcode == "parameter" and p.parameter_number == number:
+            return p
+    return None
+
+
+def _users(fused: Computation) -> dict[str, list[Instruction]]:
+    out: dict[str, list[Instruction]] = {}
+    for i in fused.instructions:
+        for op in dict.fromkeys(i.operands):
+            out.setdefault(op, []).append(i)
+    return out
+
+
+def _output_shape(user: Instruction, index: tuple[int, ...]) -> Optional[Shape]:
+    shape = user.shape
+    for k in index:
+        if not shape.is_tuple or k >= len(shape.tuple_shapes):
+            return None
+        shape = shape.tuple_shapes[k]
+    return shape
+
+
+def generic_share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
+                  index: tuple[int, ...]) -> bool:
+    """XLA's generic rule (cpu): same shape and layout, and the user reads the operand
+    elementwise: an elementwise op, an in-place update of operand 0, or a fusion whose
+    parameter is used only elementwise (through tuples) inside."""
+    out = _output_shape(user, index)
+    if out is None or not same_array(out, operand_shape):
+        return False
+    if user.opcode in IN_PLACE_OPERAND0:
+        return operand_index == 0
+    if user.opcode in ELEMENTWISE_OPCODES:
+        return True
+    if user.opcode != "fusion" or not user.called_computations:
+        return False
+    if user.fusion_kind is not None and user.fusion_kind.value == "kCustom":
+        return False
+    fused = module.computation(user.called_computations[0])
+    param = _fused_parameter(fused, operand_index)
+    if param is None:
+        return False
+    users = _users(fused)
+    # The parameter is only used elementwise, or as operand 0 of an in-place update.
+    todo, seen = [param], {param.name}
+    while todo:
+        node = todo.pop()
+        for u in users.get(node.name, ()):
+            if u.opcode == "tuple":
+                continue
+            if u.opcode in IN_PLACE_OPERAND0 and u.operands[0] == node.name:
+                pass
+            elif u.opcode not in ELEMENTWISE_OPCODES:
+                return False
+            if u.name not in seen:
+                seen.add(u.name)
+                todo.append(u)
+    return True
+
+
+def _path_share(allow_other_users: bool) -> ShareRule:
+    def rule(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
+             index: tuple[int, ...]) -> bool:
+        out = _output_shape(user, index)
+        if out is None or not same_array(out, operand_shape):
+            return False
+        if user.opcode in IN_PLACE_OPERAND0:
+            return operand_index == 0
+        if user.opcode in ELEMENTWISE_OPCODES:
+            return True
+        if user.opcode != "fusion" or not user.called_computations:
+            return False
+        if user.fusion_kind is not None and user.fusion_kind.value == "kCustom":
+            return False
+        fused = module.computation(user.called_computations[0])
+        param = _fused_parameter(fused, operand_index)
+        target = _fused_output(fused, index)
+        if param is None or target is None:
+            return False
+        users = _users(fused)
+        # Walk from the output back to the parameter along elementwise ops and bitcasts.
+        node = target
+        while True:
+            if node.name == param.name:
+                return True
+            if not (node.opcode in ELEMENTWISE_OPCODES or node.opcode == "bitcast"
+                    or (node.opcode in IN_PLACE_OPERAND0)):
+                return False
+            if not allow_other_users and node is not target and \
+                    len(users.get(node.name, ())) > 1:
+                return False
+            preds = [op for op in node.operands
+                     if _reaches(fused, op, param.name)]
+            if node.opcode in IN_PLACE_OPERAND0:
+                preds = preds[:1] if preds and preds[0] == node.operands[0] else []
+            if len(preds) != 1:
+                return False
+            node = fused.instruction(preds[0])
+
+    return rule
+
+
+def _reaches(fused: Computation, name: str, param: str) -> bool:
+    todo, seen = [name], set()
+    while todo:
+        n = todo.pop()
+        if n == param:
+            return True
+        if n in seen:
+            continue
+        seen.add(n)
+        todo.extend(fused.instruction(n).operands)
+    return False
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The per-backend facts of buffer assignment."""
+
+    name: str
+    alignment: int  # heap offsets are multiples of this
+    share: ShareRule
+    padded_sizes: bool  # sizes are tile-padded (TPU)
+    count_tuple_tables: bool  # temp tuple index tables are appended to temp
+
+
+BACKENDS: dict[str, Backend] = {
+    "cpu": Backend("cpu", 64, generic_share, padded_sizes=False, count_tuple_tables=True),
+    "gpu": Backend("gpu", 256, _path_share(allow_other_users=False), padded_sizes=False,
+                   count_tuple_tables=True),
+    "tpu": Backend("tpu", 512, _path_share(allow_other_users=True), padded_sizes=True,
+                   count_tuple_tables=False),
+}
+
+
+def backend_for(module: Module, name: Optional[str] = None) -> Backend:
+    """The named backend, else the one the module's text shows (tile layouts: tpu; gpu
+    backend configs or Triton fusions: gpu; otherwise cpu)."""
+    if name:
+        key = name.split("-")[0]
+        if key not in BACKENDS:
+            raise ValueError(f"unknown backend '{name}'; choose one of: {', '.join(BACKENDS)}")
+        return BACKENDS[key]
+    for comp in module.computations:
+        for i in comp.instructions:
+            lay = i.shape.layout
+            if lay is not None and lay.tiles:
+                return BACKENDS["tpu"]
+            cfg = i.backend_config
+            if isinstance(cfg, dict) and ("operation_queue_id" in cfg or "force_earliest_schedule"
+                                          in cfg or "fusion_backend_config" in cfg):
+                return BACKENDS["gpu"]
+    return BACKENDS["cpu"]

@@ -1,0 +1,137 @@
+"""Packing live ranges into one heap: the algorithm behind XLA's temp allocation size.
+
+XLA's ``GlobalDecreasingSizeBestFitHeap`` (xla/service/heap_simulator/heap_simulator.cc)
+sorts the buffers (largest first, then longest-lived, then by id) and places each at the
+best-fitting free offset over its live time: the smallest free gap that holds it, lowest
+offset on ties. A buffer may be a group of colocated values (values sharing one buffer): it
+occupies its offset during each member's range, so gaps between members stay usable.
+``ChooseBestHeapAlgorithm`` runs the spatial and the temporal order and keeps the smaller.
+
+Offsets are kept in per-time-window lists of placed chunks, so one placement costs the number
+of chunks live over its own range, not the number of buffers placed: no quadratic blow-up on
+a long schedule of short-lived buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """One buffer to place: ``ranges`` are inclusive (start, end) schedule times."""
+
+    id: int
+    size: int
+    ranges: tuple[tuple[int, int], ...]
+
+    @property
+    def start(self) -> int:
+        return min(r[0] for r in self.ranges)
+
+    @property
+    def end(self) -> int:
+        return max(r[1] for r in self.ranges)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    offsets: dict[int, int]  # interval id → offset
+    heap_size: int
+    order: str  # "spatial" or "temporal": the order that won
+
+
+def _align(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment if alignment > 1 else n
+
+
+class _Timeline:
+    """Placed chunks, bucketed by time so that an overlap query touches only nearby chunks."""
+
+    def __init__(self, end: int, bucket: int = 64) -> None:
+        self.bucket = bucket
+        self.buckets: list[list[tuple[int, int, int, int]]] = [
+            [] for _ in range(end // bucket + 1)]
+
+    def add(self, start: int, end: int, offset: int, size: int) -> None:
+        chunk = (start, end, offset, size)
+        for b in range(start // self.bucket, end // self.bucket + 1):
+            self.buckets[b].append(chunk)
+
+    def busy(self, start: int, end: int) -> list[tuple[int, int]]:
+        """(offset, end offset) of the chunks live at some time in [start, end]."""
+        out: set[tuple[int, int]] = set()
+        for b in range(start // self.bucket, end // self.bucket + 1):
+            for s, e, off, size in self.buckets[b]:
+                if s <= end and start <= e:
+                    out.add((off, off + size))
+        return sorted(out)
+
+
+def _best_fit(busy: list[tuple[int, int]], size: int, alignment: int) -> int:
+    """The offset of the smallest free gap that holds ``size``; the top of the heap if none."""
+    best_offset, best_gap = -1, None
+    cursor = 0
+    for lo, hi in busy:
+        if lo > cursor:
+            start = _align(cursor, alignment)
+            gap = lo - start
+            if gap >= size and (best_gap is None or gap < best_gap):
+                best_offset, best_gap = start, gap
+        cursor = max(cursor, hi)
+    if best_offset >= 0:
+        return best_offset
+    return _align(cursor, alignment)
+
+
+def _place(intervals: list[Interval], alignment: int) -> tuple[dict[int, int], int]:
+    end = max((iv.end for iv in intervals), default=0)
+    timeline = _Timeline(end)
+    offsets: dict[int, int] = {}
+    heap = 0
+    for iv in intervals:
+        busy: list[tuple[int, int]] = []
+        for s, e in iv.ranges:
+            busy.extend(timeline.busy(s, e))
+        busy.sort()
+        offset = _best_fit(busy, iv.size, alignment)
+        offsets[iv.id] = offset
+        for s, e in iv.ranges:
+            timeline.add(s, e, offset, iv.size)
+        heap = max(heap, offset + iv.size)
+    return offsets, heap
+
+
+def pack(intervals: list[Interval], alignment: int = 1) -> Placement:
+    """Place every interval; return the offsets and heap size of the better of XLA's two
+    orders (spatial: size, then lifetime; temporal: start time, then size)."""
+    spatial = sorted(intervals, key=lambda iv: (-iv.size, -(iv.end - iv.start), iv.id))
+    temporal = sorted(intervals, key=lambda iv: (iv.start, -iv.size, iv.id))
+    best: Placement | None = None
+    for name, order in (("spatial", spatial), ("temporal", temporal)):
+        offsets, heap = _place(order, alignment)
+        if best is None or heap < best.heap_size:
+            best = Placement(offsets, heap, name)
+    assert best is not None
+    return best
+
+
+def sweep_peak(ranges: list[tuple[int, int, int]]) -> tuple[int, int]:
+    """(peak bytes, first step at the peak) of inclusive (start, end, bytes) ranges."""
+    events: list[tuple[int, int]] = []
+    for s, e, b in ranges:
+        events.append((s, b))
+        events.append((e + 1, -b))
+    events.sort()
+    live = peak = 0
+    step = 0
+    i = 0
+    while i < len(events):
+        t = events[i][0]
+        while i < len(events) and events[i][0] == t:
+            live += events[i][1]
+            i += 1
+        if live > peak:
+            peak, step = live, t
+    return peak, step
+

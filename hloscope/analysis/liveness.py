@@ -1,0 +1,474 @@
+"""Live buffers over the schedule, assigned and packed the way XLA's BufferAssigner does it.
+
+The chain follows XLA's own (docs/memory-model.md): the schedule is flattened across called
+control-flow computations (``HloLiveRange``); each non-view instruction defines a *value* per
+shape index (``HloValue``); values that must share storage (a while loop's state, a call's
+result) form one group (``HloAliasAnalysis``); each value is live from its definition to its
+last use. Then assignment: parameters, constants and live-out values get allocations of their
+own; every other value, largest first, takes over the buffer of an operand that dies at its
+instruction where the backend's sharing rule allows, else fits into an output allocation it
+does not overlap in time, else goes to the heap, which ``heap.pack`` places. The result is
+``temp_packed_bytes``, XLA's ``temp_size_in_bytes``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Optional
+
+from hloscope.analysis.backends import Backend, backend_for
+from hloscope.analysis.heap import Interval, pack, sweep_peak
+from hloscope.hlo.ir import Computation, Instruction, Module
+from hloscope.hlo.shape import Shape
+
+PARAMETER, OUTPUT, CONSTANT, TEMP = "parameter", "output", "constant", "temp"
+# Instructions that define no value: they name (part of) their operand's.
+VIEWS = frozenset({"bitcast", "get-tuple-element", "tuple"})
+CONTROL_FLOW = frozenset({"while", "conditional", "call"})
+
+Index = tuple[int, ...]
+Tree = dict[Index, int]  # shape index → value id, for every index of an instruction's shape
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """One value (XLA's HloValue): what ``instruction`` defines at shape ``index``."""
+
+    id: int
+    instruction: str
+    computation: str
+    index: Index
+    shape: str
+    logical_bytes: int
+    padded_bytes: int
+    size: int  # the bytes buffer assignment uses (padded on TPU, else logical)
+    start: int
+    end: int
+    memory_space: int
+    is_table: bool  # a tuple's index table
+    op_name: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    """Storage that one or more values share over time, and where XLA keeps it."""
+
+    id: int
+    cls: str  # parameter, output, constant, temp
+    size: int
+    values: tuple[int, ...]  # value ids, by start time
+    offset: int = -1  # in the temp heap (temp buffers only)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveValue:
+    name: str
+    index: Index
+    cls: str
+    shape: str
+    bytes: int
+    op_name: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFigures:
+    """What one module needs, in XLA's vocabulary. ``temp_packed_bytes`` is comparable to
+    ``memory_analysis().temp_size_in_bytes``; ``temp_peak_bytes`` is the sum of temporaries
+    live at the worst step (what packing cannot go below)."""
+
+    backend: str
+    schedule_length: int
+    parameter_bytes: int
+    output_bytes: int
+    constant_bytes: int
+    temp_peak_bytes: int
+    temp_packed_bytes: int
+    heap_bytes: int  # temp_packed_bytes without the appended tuple tables
+    tuple_table_bytes: int
+    peak_step: int
+    peak_instruction: str
+    buffer_count: int
+    value_count: int
+    live_at_peak: tuple[LiveValue, ...]
+    other_memory_spaces: dict[str, int]  # S(n) → bytes, not counted as device temp
+    timeline: tuple[int, ...] = field(repr=False)  # temp bytes live at each step
+    heap_order: str = ""
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything the figures were computed from, for callers that want more than totals."""
+
+    module: Module
+    backend: Backend
+    schedule: tuple[tuple[str, Instruction], ...]
+    values: tuple[Value, ...]
+    buffers: tuple[Buffer, ...]
+    figures: MemoryFigures
+
+
+# ---------------------------------------------------------------------------------------------
+
+def _leaves_with_index(shape: Shape, prefix: Index = ()) -> list[tuple[Index, Shape]]:
+    out = [(prefix, shape)]
+    if shape.is_tuple:
+        for k, s in enumerate(shape.tuple_shapes):
+            out.extend(_leaves_with_index(s, prefix + (k,)))
+    return out
+
+
+def _subtree(tree: Tree, index: Index) -> Tree:
+    n = len(index)
+    return {k[n:]: v for k, v in tree.items() if k[:n] == index}
+
+
+class _Builder:
+    def __init__(self, module: Module, backend: Backend) -> None:
+        self.module = module
+        self.backend = backend
+        self.schedule: list[tuple[str, Instruction]] = []
+        self.values: list[dict[str, object]] = []
+        self.uses: list[int] = []  # last use time per value (-1: none yet)
+        self.parent: list[int] = []  # union-find over value ids: values that share storage
+        self.trees: dict[tuple[str, str], Tree] = {}
+        self.spans: dict[str, tuple[int, int]] = {}
+
+    # union-find ------------------------------------------------------------------------------
+    def find(self, v: int) -> int:
+        while self.parent[v] != v:
+            self.parent[v] = self.parent[self.parent[v]]
+            v = self.parent[v]
+        return v
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+    # values ----------------------------------------------------------------------------------
+    def define(self, comp: str, instr: Instruction, index: Index, shape: Shape, t: int) -> int:
+        vid = len(self.values)
+        size = shape.padded_bytes if self.backend.padded_sizes else shape.logical_bytes
+        self.values.append({"instr": instr, "comp": comp, "index": index, "shape": shape,
+                            "size": size, "start": t})
+        self.uses.append(t)
+        self.parent.append(vid)
+        return vid
+
+    def use(self, tree: Tree, t: int) -> None:
+        for v in tree.values():
+            if self.uses[v] < t:
+                self.uses[v] = t
+
+    # the walk --------------------------------------------------------------------------------
+    def run(self, comp: Computation, params: Optional[list[Tree]]) -> Tree:
+        """Flatten ``comp`` into the schedule, defining its values; ``params`` are the trees of
+        the caller's operands (None for the entry). Returns the root's tree."""
+        start = len(self.schedule)
+        for instr in comp.instructions:
+            if instr.opcode in CONTROL_FLOW:
+                self._control_flow(comp, instr)
+                continue
+            t = len(self.schedule)
+            self.schedule.append((comp.name, instr))
+            self.trees[(comp.name, instr.name)] = self._tree(comp, instr, params, t)
+        end = len(self.schedule) - 1
+        self.spans[comp.name] = (start, max(start, end))
+        root = self.trees[(comp.name, comp.root.name)]
+        if params is not None:
+            # A called computation's root lives to the computation's end.
+            self.use(root, max(start, end))
+        return root
+
+    def operand_tree(self, comp: str, name: str) -> Tree:
+        return self.trees[(comp, name)]
+
+    def _tree(self, comp: Computation, instr: Instruction, params: Optional[list[Tree]],
+              t: int) -> Tree:
+        op = instr.opcode
+        operands = [self.operand_tree(comp.name, o) for o in instr.operands]
+        if op == "parameter":
+            n = instr.parameter_number or 0
+            if params is not None and n < len(params):
+                return params[n]
+        elif op == "bitcast" and operands:
+            return operands[0]
+        elif op == "get-tuple-element" and operands:
+            return _subtree(operands[0], (instr.tuple_index or 0,))
+        elif op == "tuple":
+            tree = {(): self.define(comp.name, instr, (), instr.shape, t)}
+            for k, sub in enumerate(operands):
+                for idx, v in sub.items():
+                    tree[(k,) + idx] = v
+            self._use_all(instr, operands, t, views=True)
+            return tree
+        self._use_all(instr, operands, t, views=False)
+        return {idx: self.define(comp.name, instr, idx, s, t)
+                for idx, s in _leaves_with_index(instr.shape)}
+
+    def _use_all(self, instr: Instruction, operands: list[Tree], t: int, views: bool) -> None:
+        if views:
+            return  # a tuple reads nothing: its users read its elements
+        for tree in operands:
+            self.use(tree, t)
+
+    def _control_flow(self, comp: Computation, instr: Instruction) -> None:
+        operands = [self.operand_tree(comp.name, o) for o in instr.operands]
+        called = [self.module.computation(c) for c in instr.called_computations
+                  if c in self.module]
+        if instr.opcode == "while":
+            init = operands[0]
+            cond = next((c for c in called if c.name == instr.attribute("condition")
+                         .lstrip("%")), None) if instr.attribute("condition") else None
+            body = next((c for c in called if c.name == (instr.attribute("body") or "")
+                         .lstrip("%")), None)
+            if cond is not None:
+                self.run(cond, [init])
+            if body is not None:
+                out = self.run(body, [init])
+                # Loop state: the body's result is stored where the initial value was.
+                for idx, v in out.items():
+                    if idx in init:
+                        self.union(init[idx], v)
+            tree = init
+        elif instr.opcode == "call":
+            tree = self.run(called[0], operands) if called else {}
+        else:  # conditional: operand 0 picks the branch, operand k+1 is branch k's argument
+            roots = [self.run(c, [operands[k + 1]] if k + 1 < len(operands) else [])
+                     for k, c in enumerate(called)]
+            tree = roots[0] if roots else {}
+            for r in roots[1:]:
+                for idx, v in r.items():
+                    if idx in tree:
+                        self.union(tree[idx], v)
+        t = len(self.schedule)
+        self.schedule.append((comp.name, instr))
+        for o in operands:
+            self.use(o, t)
+        self.trees[(comp.name, instr.name)] = tree
+
+
+def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis:
+    """Values, buffers, live ranges, timeline, peak and packing of an optimized module."""
+    be = backend if isinstance(backend, Backend) else backend_for(module, backend)
+    b = _Builder(module, be)
+    root = b.run(module.entry, None)
+    end = len(b.schedule)
+    live_out = set(root.values())
+    values: list[Value] = []
+    for vid, d in enumerate(b.values):
+        instr = d["instr"]
+        assert isinstance(instr, Instruction)
+        shape = d["shape"]
+        assert isinstance(shape, Shape)
+        start = int(d["start"])  # type: ignore[call-overload]
+        last = b.uses[vid]
+        is_param = instr.opcode == "parameter" and d["comp"] == module.entry_name
+        if is_param:
+            start, last = 0, end
+        if vid in live_out:
+            last = end
+        md = instr.metadata
+        loc = module.source_location(instr)
+        values.append(Value(
+            vid, instr.name, str(d["comp"]), d["index"], shape.format(),  # type: ignore[arg-type]
+            shape.logical_bytes, shape.padded_bytes, int(d["size"]),  # type: ignore[call-overload]
+            start, last, shape.layout.memory_space if shape.layout else 0, shape.is_tuple,
+            md.op_name if md else "", f"{loc.file}:{loc.line}" if loc and loc.file else ""))
+    return _assign(module, be, tuple(b.schedule), tuple(values), b, live_out, end)
+
+
+def _class_of(v: Value, instr_opcode: str, is_entry_param: bool, live_out: bool) -> str:
+    if is_entry_param:
+        return PARAMETER
+    if instr_opcode == "constant":
+        return CONSTANT
+    if live_out:
+        return OUTPUT
+    return TEMP
+
+
+class _Slot:
+    """An allocation being filled: members kept sorted by start for overlap queries."""
+
+    def __init__(self, sid: int, cls: str, size: int) -> None:
+        self.id = sid
+        self.cls = cls
+        self.size = size
+        self.starts: list[int] = []
+        self.members: list[Value] = []
+
+    def add(self, v: Value) -> None:
+        k = bisect.bisect_right(self.starts, v.start)
+        self.starts.insert(k, v.start)
+        self.members.insert(k, v)
+
+    def conflicts(self, v: Value, handoff: Optional[int]) -> bool:
+        """Does ``v`` overlap a member in time? Touching the member ``handoff`` (the operand v
+        takes over at its last use) is allowed."""
+        k = bisect.bisect_right(self.starts, v.end)
+        for w in self.members[:k]:
+            if w.end >= v.start and not (w.id == handoff and w.end == v.start):
+                return True
+        return False
+
+
+def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction], ...],
+            values: tuple[Value, ...], b: _Builder, live_out: set[int], end: int) -> Analysis:
+    # Groups of values that must share storage.
+    groups: dict[int, list[Value]] = {}
+    for v in values:
+        groups.setdefault(b.find(v.id), []).append(v)
+    group_of = {v.id: b.find(v.id) for v in values}
+    instr_at: dict[tuple[str, str], Instruction] = {(c, i.name): i for c, i in schedule}
+
+    def cls_of_group(members: list[Value]) -> str:
+        classes = set()
+        for v in members:
+            instr = instr_at[(v.computation, v.instruction)]
+            classes.add(_class_of(v, instr.opcode, instr.opcode == "parameter" and
+                                  v.computation == module.entry_name, v.id in live_out))
+        for c in (PARAMETER, CONSTANT, OUTPUT):
+            if c in classes:
+                return c
+        return TEMP
+
+    slots: list[_Slot] = []
+    slot_of: dict[int, _Slot] = {}  # group root → slot
+    other_spaces: dict[str, int] = {}
+    output_slots: list[_Slot] = []
+    temp_groups: list[tuple[int, list[Value]]] = []
+    tables = 0
+    for g, members in groups.items():
+        members.sort(key=lambda v: (v.start, v.id))
+        cls = cls_of_group(members)
+        space = max(v.memory_space for v in members)
+        if space:
+            other_spaces[f"S({space})"] = other_spaces.get(f"S({space})", 0) + max(
+                v.size for v in members)
+            continue
+        if cls == TEMP:
+            if all(v.is_table for v in members):
+                if be.count_tuple_tables:
+                    tables += max(v.size for v in members)
+                continue
+            temp_groups.append((g, members))
+            continue
+        slot = _Slot(len(slots), cls, max(v.size for v in members))
+        for v in members:
+            slot.add(v)
+        slots.append(slot)
+        slot_of[g] = slot
+        if cls == OUTPUT:
+            output_slots.append(slot)
+    output_slots.sort(key=lambda s: (s.size, s.id))
+    output_sizes = [s.size for s in output_slots]
+    trees = b.trees
+
+    def operand_share(members: list[Value]) -> Optional[tuple[_Slot, int]]:
+        """The slot of an operand that dies where the group's first value is defined and
+        whose buffer the backend lets it take over, with that operand's value id."""
+        v = members[0]
+        instr = instr_at[(v.computation, v.instruction)]
+        for k, op in enumerate(instr.operands):
+            tree = trees.get((v.computation, op))
+            if tree is None or () not in tree:
+                continue
+            u = values[tree[()]]
+            # The consumer must read the defining instruction itself, not a view of it.
+            if u.instruction != op or u.computation != v.computation or u.index != ():
+                continue
+            if u.end != v.start:
+                continue
+            slot = slot_of.get(group_of[u.id])
+            if slot is None or slot.cls not in (TEMP, OUTPUT) or slot.size < max(
+                    m.size for m in members):
+                continue
+            op_instr = instr_at.get((u.computation, u.instruction))
+            if op_instr is None or not be.share(module, instr, k, op_instr.shape, v.index):
+                continue
+            if not any(slot.conflicts(m, u.id if m is v else None) for m in members):
+                return slot, u.id
+        return None
+
+    # Largest first; earlier-defined first on ties.
+    temp_groups.sort(key=lambda gm: (-max(v.size for v in gm[1]), gm[1][0].start, gm[0]))
+    heap_slots: list[_Slot] = []
+    for g, members in temp_groups:
+        size = max(v.size for v in members)
+        found = operand_share(members)
+        slot: Optional[_Slot] = found[0] if found else None
+        if slot is None:
+            for s in output_slots[bisect.bisect_left(output_sizes, size):]:
+                if not any(s.conflicts(m, None) for m in members):
+                    slot = s
+                    break
+        if slot is None:
+            slot = _Slot(len(slots), TEMP, size)
+            slots.append(slot)
+            heap_slots.append(slot)
+        for m in members:
+            slot.add(m)
+        slot_of[g] = slot
+
+    placement = pack([Interval(s.id, s.size, tuple((m.start, m.end) for m in s.members))
+                      for s in heap_slots], be.alignment)
+    heap = placement.heap_size
+    buffers = tuple(Buffer(s.id, s.cls, s.size, tuple(m.id for m in s.members),
+                           placement.offsets.get(s.id, -1)) for s in slots)
+
+    # Timeline of the temp heap: a slot is live during each member's range.
+    ranges = [(m.start, m.end, s.size) for s in heap_slots for m in _merged(s.members)]
+    diff = [0] * (end + 2)
+    for s_, e_, size in ranges:
+        diff[s_] += size
+        diff[e_ + 1] -= size
+    timeline: list[int] = []
+    live = 0
+    for t in range(end):
+        live += diff[t]
+        timeline.append(live)
+    peak, peak_step = sweep_peak(ranges) if ranges else (0, 0)
+    at_peak = [m for s in slots if s.cls in (TEMP, OUTPUT) for m in s.members
+               if m.start <= peak_step <= m.end and not m.is_table
+               and (s.cls == TEMP or m.id not in live_out)]
+    at_peak.sort(key=lambda m: (-m.size, m.instruction))
+    live_at_peak = tuple(LiveValue(m.instruction, m.index, slot_of[group_of[m.id]].cls,
+                                   m.shape, m.size, m.op_name, m.source) for m in at_peak)
+    by_cls: dict[str, int] = {}
+    for s in slots:
+        if s.cls != TEMP:
+            by_cls[s.cls] = by_cls.get(s.cls, 0) + s.size
+    figures = MemoryFigures(
+        backend=be.name, schedule_length=end,
+        parameter_bytes=by_cls.get(PARAMETER, 0), output_bytes=by_cls.get(OUTPUT, 0),
+        constant_bytes=by_cls.get(CONSTANT, 0), temp_peak_bytes=peak,
+        temp_packed_bytes=heap + tables, heap_bytes=heap, tuple_table_bytes=tables,
+        peak_step=peak_step,
+        peak_instruction=schedule[peak_step][1].name if 0 <= peak_step < end else "",
+        buffer_count=len(buffers), value_count=len(values), live_at_peak=live_at_peak,
+        other_memory_spaces=other_spaces, timeline=tuple(timeline),
+        heap_order=placement.order)
+    return Analysis(module, be, schedule, values, buffers, figures)
+
+
+def _merged(members: list[Value]) -> list[Value]:
+    """Members with touching ranges (a handoff) counted once at the shared step."""
+    out: list[Value] = []
+    last_end = -1
+    for m in members:
+        if m.start <= last_end:
+            m = Value(m.id, m.instruction, m.computation, m.index, m.shape, m.logical_bytes,
+                      m.padded_bytes, m.size, last_end + 1, m.end, m.memory_space, m.is_table)
+            if m.start > m.end:
+                continue
+        out.append(m)
+        last_end = max(last_end, m.end)
+    return out
+
+
+def memory_figures(module: Module, backend: Optional[str] = None) -> MemoryFigures:
+    return analyze(module, backend).figures
