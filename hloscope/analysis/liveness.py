@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from hloscope.analysis.backends import Backend, backend_for
 from hloscope.analysis.heap import Interval, pack, sweep_peak
@@ -125,6 +125,25 @@ def _subtree(tree: Tree, index: Index) -> Tree:
     return {k[n:]: v for k, v in tree.items() if k[:n] == index}
 
 
+def _async_aliases(instr: Instruction, operands: list[Tree]) -> Tree:
+    """Indices of an async op's result that are its operands' buffers, not new values: an
+    async start's ``{0, k}`` is operand k, ``copy-start``'s ``{1}`` its source; a done
+    returns the start's result (``{1}``; ``copy-done``: the destination ``{0}``)."""
+    op = instr.opcode
+    if not operands:
+        return {}
+    if op == "copy-start":
+        return {(1,) + idx: v for idx, v in operands[0].items()}
+    if op.endswith("-start") and instr.shape.is_tuple and instr.shape.tuple_shapes and \
+            instr.shape.tuple_shapes[0].is_tuple:
+        return {(0, k) + idx: v for k, tree in enumerate(operands) for idx, v in tree.items()}
+    if op == "copy-done":
+        return _subtree(operands[0], (0,))
+    if op.endswith("-done") and (1,) in operands[0]:
+        return _subtree(operands[0], (1,))
+    return {}
+
+
 class _Builder:
     def __init__(self, module: Module, backend: Backend) -> None:
         self.module = module
@@ -197,6 +216,9 @@ class _Builder:
         elif op == "bitcast" and operands:
             return operands[0]
         elif op == "get-tuple-element" and operands:
+            # Reading an element reads the tuple's index table (and nothing else).
+            if () in operands[0]:
+                self.use({(): operands[0][()]}, t)
             return _subtree(operands[0], (instr.tuple_index or 0,))
         elif op == "tuple":
             tree = {(): self.define(comp.name, instr, (), instr.shape, t)}
@@ -206,7 +228,8 @@ class _Builder:
             self._use_all(instr, operands, t, views=True)
             return tree
         self._use_all(instr, operands, t, views=False)
-        return {idx: self.define(comp.name, instr, idx, s, t)
+        aliased = _async_aliases(instr, operands)
+        return {idx: aliased[idx] if idx in aliased else self.define(comp.name, instr, idx, s, t)
                 for idx, s in _leaves_with_index(instr.shape)}
 
     def _use_all(self, instr: Instruction, operands: list[Tree], t: int, views: bool) -> None:
@@ -306,12 +329,17 @@ class _Slot:
         self.starts.insert(k, v.start)
         self.members.insert(k, v)
 
-    def conflicts(self, v: Value, handoff: Optional[int]) -> bool:
-        """Does ``v`` overlap a member in time? Touching the member ``handoff`` (the operand v
-        takes over at its last use) is allowed."""
+    def conflicts(self, v: Value, handoff: "Callable[[Value, Value], bool]") -> bool:
+        """Does ``v`` overlap a member in time? Two values that only touch, where the later
+        one's instruction takes over the earlier one's buffer at its last use (``handoff``),
+        do not."""
         k = bisect.bisect_right(self.starts, v.end)
         for w in self.members[:k]:
-            if w.end >= v.start and not (w.id == handoff and w.end == v.start):
+            if w.end >= v.start:
+                if w.end == v.start and handoff(w, v):
+                    continue
+                if v.end == w.start and handoff(v, w):
+                    continue
                 return True
         return False
 
@@ -341,7 +369,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     other_spaces: dict[str, int] = {}
     output_slots: list[_Slot] = []
     temp_groups: list[tuple[int, list[Value]]] = []
-    tables = 0
+    table_sizes: list[int] = []
     for g, members in groups.items():
         members.sort(key=lambda v: (v.start, v.id))
         cls = cls_of_group(members)
@@ -352,8 +380,11 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             continue
         if cls == TEMP:
             if all(v.is_table for v in members):
+                # Temp index tables are not packed: each alias group's table is appended after
+                # the heap at an aligned offset (XLA's "combine temp allocations"; measured in
+                # the cpu and gpu dumps). TPU does not count them.
                 if be.count_tuple_tables:
-                    tables += max(v.size for v in members)
+                    table_sizes.append(max(v.size for v in members))
                 continue
             temp_groups.append((g, members))
             continue
@@ -367,6 +398,20 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     output_slots.sort(key=lambda s: (s.size, s.id))
     output_sizes = [s.size for s in output_slots]
     trees = b.trees
+
+    def handoff(earlier: Value, later: Value) -> bool:
+        """May ``later`` take over ``earlier``'s buffer at the instruction where it dies?"""
+        if earlier.index != () or earlier.computation != later.computation:
+            return False
+        instr = instr_at[(later.computation, later.instruction)]
+        op_instr = instr_at.get((earlier.computation, earlier.instruction))
+        if op_instr is None:
+            return False
+        for k, op in enumerate(instr.operands):
+            if op == earlier.instruction and be.share(module, instr, k, op_instr.shape,
+                                                      later.index):
+                return True
+        return False
 
     def operand_share(members: list[Value]) -> Optional[tuple[_Slot, int]]:
         """The slot of an operand that dies where the group's first value is defined and
@@ -387,10 +432,9 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             if slot is None or slot.cls not in (TEMP, OUTPUT) or slot.size < max(
                     m.size for m in members):
                 continue
-            op_instr = instr_at.get((u.computation, u.instruction))
-            if op_instr is None or not be.share(module, instr, k, op_instr.shape, v.index):
+            if not handoff(u, v):
                 continue
-            if not any(slot.conflicts(m, u.id if m is v else None) for m in members):
+            if not any(slot.conflicts(m, handoff) for m in members):
                 return slot, u.id
         return None
 
@@ -403,7 +447,10 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         slot: Optional[_Slot] = found[0] if found else None
         if slot is None:
             for s in output_slots[bisect.bisect_left(output_sizes, size):]:
-                if not any(s.conflicts(m, None) for m in members):
+                # An array never moves into the output tuple's index table.
+                if s.members[0].is_table:
+                    continue
+                if not any(s.conflicts(m, handoff) for m in members):
                     slot = s
                     break
         if slot is None:
@@ -417,6 +464,10 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     placement = pack([Interval(s.id, s.size, tuple((m.start, m.end) for m in s.members))
                       for s in heap_slots], be.alignment)
     heap = placement.heap_size
+    top = heap
+    for size in table_sizes:
+        top = -(-top // be.alignment) * be.alignment + size
+    tables = top - heap
     buffers = tuple(Buffer(s.id, s.cls, s.size, tuple(m.id for m in s.members),
                            placement.offsets.get(s.id, -1)) for s in slots)
 
