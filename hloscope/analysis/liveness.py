@@ -183,9 +183,12 @@ class _Builder:
                 self.uses[v] = t
 
     # the walk --------------------------------------------------------------------------------
-    def run(self, comp: Computation, params: Optional[list[Tree]]) -> Tree:
+    def run(self, comp: Computation, params: Optional[list[Tree]], phi: bool = False) -> Tree:
         """Flatten ``comp`` into the schedule, defining its values; ``params`` are the trees of
-        the caller's operands (None for the entry). Returns the root's tree."""
+        the caller's operands (None for the entry). With ``phi`` (a while's condition and body)
+        the parameter defines values of its own that share storage with the operand's, as
+        XLA's loop-state values do. Returns the root's tree."""
+        self.phi = phi
         start = len(self.schedule)
         for instr in comp.instructions:
             if instr.opcode in CONTROL_FLOW:
@@ -193,26 +196,27 @@ class _Builder:
                 continue
             t = len(self.schedule)
             self.schedule.append((comp.name, instr))
-            self.trees[(comp.name, instr.name)] = self._tree(comp, instr, params, t)
+            self.trees[(comp.name, instr.name)] = self._tree(comp, instr, params, t, phi)
         end = len(self.schedule) - 1
         self.spans[comp.name] = (start, max(start, end))
         root = self.trees[(comp.name, comp.root.name)]
         if params is not None:
-            # A called computation's root lives to the computation's end.
-            self.use(root, max(start, end))
+            # A called computation's root lives until the step after the computation's end:
+            # the caller (or the loop's next computation) reads it there.
+            self.use(root, max(start, end) + 1)
         return root
 
     def operand_tree(self, comp: str, name: str) -> Tree:
         return self.trees[(comp, name)]
 
     def _tree(self, comp: Computation, instr: Instruction, params: Optional[list[Tree]],
-              t: int) -> Tree:
+              t: int, phi: bool) -> Tree:
         op = instr.opcode
         operands = [self.operand_tree(comp.name, o) for o in instr.operands]
         if op == "parameter":
             n = instr.parameter_number or 0
             if params is not None and n < len(params):
-                return params[n]
+                return self.phi_tree(comp.name, instr, params[n], t) if phi else params[n]
         elif op == "bitcast" and operands:
             return operands[0]
         elif op == "get-tuple-element" and operands:
@@ -238,6 +242,19 @@ class _Builder:
         for tree in operands:
             self.use(tree, t)
 
+    def phi_tree(self, comp: str, instr: Instruction, init: Tree, t: int) -> Tree:
+        """New values at ``t`` for every index of ``init``, each sharing storage with it."""
+        shapes = dict(_leaves_with_index(instr.shape))
+        tree: Tree = {}
+        for idx, v in init.items():
+            shape = shapes.get(idx)
+            if shape is None:
+                tree[idx] = v
+                continue
+            tree[idx] = self.define(comp, instr, idx, shape, t)
+            self.union(v, tree[idx])
+        return tree
+
     def _control_flow(self, comp: Computation, instr: Instruction) -> None:
         operands = [self.operand_tree(comp.name, o) for o in instr.operands]
         called = [self.module.computation(c) for c in instr.called_computations
@@ -248,15 +265,23 @@ class _Builder:
                          .lstrip("%")), None) if instr.attribute("condition") else None
             body = next((c for c in called if c.name == (instr.attribute("body") or "")
                          .lstrip("%")), None)
+            # The loop reads its initial state where the first called computation starts.
+            self.use(init, len(self.schedule))
             if cond is not None:
-                self.run(cond, [init])
+                self.run(cond, [init], phi=True)
+                # The condition's view of the state is read when the body starts.
+                for p_ in cond.parameters:
+                    self.use(self.trees[(cond.name, p_.name)], len(self.schedule))
             if body is not None:
-                out = self.run(body, [init])
+                out = self.run(body, [init], phi=True)
                 # Loop state: the body's result is stored where the initial value was.
                 for idx, v in out.items():
                     if idx in init:
                         self.union(init[idx], v)
-            tree = init
+            t = len(self.schedule)
+            self.schedule.append((comp.name, instr))
+            self.trees[(comp.name, instr.name)] = self.phi_tree(comp.name, instr, init, t)
+            return
         elif instr.opcode == "call":
             tree = self.run(called[0], operands) if called else {}
         else:  # conditional: operand 0 picks the branch, operand k+1 is branch k's argument
@@ -269,8 +294,9 @@ class _Builder:
                         self.union(tree[idx], v)
         t = len(self.schedule)
         self.schedule.append((comp.name, instr))
-        for o in operands:
-            self.use(o, t)
+        if instr.opcode == "conditional":
+            for o in operands:
+                self.use(o, t)
         self.trees[(comp.name, instr.name)] = tree
 
 
@@ -352,6 +378,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         groups.setdefault(b.find(v.id), []).append(v)
     group_of = {v.id: b.find(v.id) for v in values}
     instr_at: dict[tuple[str, str], Instruction] = {(c, i.name): i for c, i in schedule}
+    trees = b.trees
 
     def cls_of_group(members: list[Value]) -> str:
         classes = set()
@@ -397,19 +424,19 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             output_slots.append(slot)
     output_slots.sort(key=lambda s: (s.size, s.id))
     output_sizes = [s.size for s in output_slots]
-    trees = b.trees
 
     def handoff(earlier: Value, later: Value) -> bool:
-        """May ``later`` take over ``earlier``'s buffer at the instruction where it dies?"""
-        if earlier.index != () or earlier.computation != later.computation:
+        """May ``later`` take over ``earlier``'s buffer at the instruction where it dies? The
+        operand may name the value through a view (XLA's LiveRangeStrictlyBefore)."""
+        if earlier.computation != later.computation:
             return False
         instr = instr_at[(later.computation, later.instruction)]
-        op_instr = instr_at.get((earlier.computation, earlier.instruction))
-        if op_instr is None:
-            return False
         for k, op in enumerate(instr.operands):
-            if op == earlier.instruction and be.share(module, instr, k, op_instr.shape,
-                                                      later.index):
+            if trees[(later.computation, op)].get(()) != earlier.id:
+                continue
+            op_instr = instr_at.get((later.computation, op))
+            if op_instr is not None and be.share(module, instr, k, op_instr.shape,
+                                                 later.index):
                 return True
         return False
 
