@@ -37,10 +37,32 @@ FIXTURES = os.path.join(ROOT, "fixtures")
 DEFAULT_TARGETS = ("cpu", "tpu-v3", "tpu-v4", "gpu-h100")
 
 
+# XLA's own compile without fusion (shared/reference/xla-no-fusion.md): the passes to switch
+# off per target, set in XLA_FLAGS of a fresh process. "nofusion-nocublas" also leaves dots
+# as plain ops on the GPU (no cuBLAS epilogue folding).
+_GPU_FUSION_PASSES = ("priority-fusion,multi_output_fusion,triton-gemm-rewriter,"
+                      "splitk-rewriter,gemm-fusion-swap-operands,triton-softmax-rewriter,"
+                      "fusion-block-level-rewriter,cudnn-fusion-compiler,"
+                      "cudnn-fused-convolution-rewriter,conv-fusion-rewriter,norm-rewriter,"
+                      "copy_fusion,sort-iota-fusion,fusion-dynamic-memcpy-rewriter,"
+                      "dynamic-slice-fusion-rewriter-v2,ragged_dot_fusion_rewriter,dot-merger")
+NO_FUSION = {
+    "cpu": {"nofusion": "fusion,dot-library-rewriter"},
+    "gpu": {"nofusion": _GPU_FUSION_PASSES,
+            "nofusion-nocublas": _GPU_FUSION_PASSES + ",cublas-gemm-rewriter"},
+    "tpu": {"nofusion": "tpu_fusion,tpu_multi_output_fusion"},
+}
+# The models whose no-fusion compiles are captured (the calibration set of the unfused model).
+NO_FUSION_MODELS = {("bert_layer", "forward"), ("bert_layer", "train_step"),
+                    ("small_models", "convnet_train_step"), ("small_models", "layer_norm")}
+
+
 def jax_models() -> dict[str, dict]:
     import bert_layer
     import scan_rnn
-    return {"bert_layer": bert_layer.hloscope_entries(), "scan_rnn": scan_rnn.hloscope_entries()}
+    import small_models
+    return {"bert_layer": bert_layer.hloscope_entries(), "scan_rnn": scan_rnn.hloscope_entries(),
+            "small_models": small_models.hloscope_entries()}
 
 
 def write(path: str, text: str) -> None:
@@ -50,16 +72,36 @@ def write(path: str, text: str) -> None:
     print(f"wrote {os.path.relpath(path, ROOT)} ({len(text):,} bytes)")
 
 
-def capture_jax(target: str) -> None:
+def capture_jax(target: str, variant: str = "") -> None:
+    """Every model's entries for one target; with ``variant`` (run with XLA_FLAGS set), only
+    the no-fusion calibration models, written as ``*.<variant>.post.hlo``."""
     from hloscope.frontends.jax import lower
     for model, entries in jax_models().items():
         for entry, (fn, args) in entries.items():
+            if variant and (model, entry) not in NO_FUSION_MODELS:
+                continue
             lowered = lower(fn, args, target)
-            base = os.path.join(FIXTURES, target, f"{model}_{entry}")
-            write(base + ".pre.hlo", lowered.pre)
+            stem = entry if model == "small_models" else f"{model}_{entry}"
+            base = os.path.join(FIXTURES, target, stem)
+            if variant:
+                base += "." + variant
+            else:
+                write(base + ".pre.hlo", lowered.pre)
             write(base + ".post.hlo", lowered.post)
             write(base + ".memory.json", json.dumps(lowered.memory, indent=2, sort_keys=True)
                   + "\n")
+
+
+def run_child(python: str, target: str, variant: str = "") -> None:
+    env = dict(os.environ)
+    if target.startswith("gpu"):
+        env.update(JAX_SKIP_CUDA_CONSTRAINTS_CHECK="1", CUDA_VISIBLE_DEVICES="-1")
+    args = [python, __file__, "--only-target", target]
+    if variant:
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_disable_hlo_passes="
+                            + NO_FUSION[target.split("-")[0]][variant]).strip()
+        args += ["--variant", variant]
+    subprocess.run(args, env=env, check=True)
 
 
 def capture_tf() -> None:
@@ -118,14 +160,17 @@ def main() -> int:
                     help="interpreter for non-CPU targets (a venv with the tpu/gpu extras)")
     ap.add_argument("--no-tf", action="store_true", help="skip the TensorFlow model")
     ap.add_argument("--no-dump", action="store_true", help="skip the --xla_dump_to directory")
+    ap.add_argument("--no-fusion", action="store_true",
+                    help="also capture XLA's own no-fusion compiles (calibration models only)")
     ap.add_argument("--only-target", help=argparse.SUPPRESS)
+    ap.add_argument("--variant", default="", help=argparse.SUPPRESS)
     ap.add_argument("--dump-child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.dump_child:
         dump_child(a.dump_child)
         return 0
     if a.only_target:
-        capture_jax(a.only_target)
+        capture_jax(a.only_target, a.variant)
         return 0
     targets = a.targets.split(",") if a.targets else [t for t in DEFAULT_TARGETS if
                                                        t == "cpu" or available(t)]
@@ -140,10 +185,10 @@ def main() -> int:
             if not a.no_dump:
                 capture_dump()
         else:
-            env = dict(os.environ)
-            if target.startswith("gpu"):
-                env.update(JAX_SKIP_CUDA_CONSTRAINTS_CHECK="1", CUDA_VISIBLE_DEVICES="-1")
-            subprocess.run([a.python, __file__, "--only-target", target], env=env, check=True)
+            run_child(a.python, target)
+        if a.no_fusion:
+            for variant in NO_FUSION[target.split("-")[0]]:
+                run_child(sys.executable if target == "cpu" else a.python, target, variant)
     return 0
 
 

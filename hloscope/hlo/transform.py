@@ -1,0 +1,331 @@
+"""IR → IR rewrites. ``unfuse`` expands every fusion in place, so that the same liveness and
+packing can say what XLA would allocate without fusion; the schedulers re-order a computation
+the way XLA's memory schedulers would.
+
+Each rewrite is a pure function from a Module to a new Module; the input is never changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional
+
+from hloscope.hlo.ir import Attribute, Computation, Instruction, Module
+from hloscope.hlo.shape import Shape
+
+# Ops whose duplicates are not the same value: each is a buffer or an effect of its own.
+_NEVER_MERGE = frozenset({
+    "parameter", "copy", "rng", "rng-bit-generator", "rng-get-and-update-state", "custom-call",
+    "infeed", "outfeed", "send", "send-done", "recv", "recv-done", "all-reduce", "all-gather",
+    "reduce-scatter", "all-to-all", "collective-permute", "after-all", "while", "conditional",
+    "call", "fusion", "copy-start", "copy-done", "partition-id", "replica-id", "tuple",
+    "get-tuple-element"})
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where an instruction of an unfused module came from."""
+
+    fusion: str  # the fusion instruction it was expanded from
+    fused_name: str  # its name in the fused computation
+    is_output: bool  # it is (an element of) the fusion's result
+
+
+@dataclass(frozen=True)
+class Unfused:
+    """The expanded module and, per expanded instruction (by computation, name), its origin."""
+
+    module: Module
+    origins: dict[tuple[str, str], Origin]
+    merged: int  # duplicated producers merged into one
+    bitcasts: int  # layout-only transposes and reshapes that became bitcasts
+
+
+def _physical(shape: Shape) -> list[int]:
+    """Dimension numbers major-to-minor, size-1 dimensions left out."""
+    order = list(reversed(shape.layout.minor_to_major)) if shape.layout else \
+        list(range(shape.rank))
+    return [d for d in order if shape.dimensions[d] != 1]
+
+
+def is_layout_only(instr: Instruction, operand: Shape) -> bool:
+    """A transpose or reshape that moves no byte: the data keeps its order in memory, so XLA
+    turns it into a bitcast once it is not inside a fusion."""
+    out = instr.shape
+    if not (out.is_array and operand.is_array) or out.element_type != operand.element_type \
+            or out.element_count != operand.element_count:
+        return False
+    if any(t for s in (out, operand) for t in ([s.layout.tiles] if s.layout else []) if t):
+        return False
+    if instr.opcode == "transpose":
+        raw = instr.attribute("dimensions") or ""
+        perm = [int(x) for x in raw.strip("{}").split(",") if x.strip()]
+        if len(perm) != out.rank:
+            return False
+        return [perm[d] for d in _physical(out)] == _physical(operand)
+    if instr.opcode == "reshape":
+        sizes_out = [out.dimensions[d] for d in _physical(out)]
+        sizes_in = [operand.dimensions[d] for d in _physical(operand)]
+        default_out = not out.layout or list(out.layout.minor_to_major) == list(
+            range(out.rank - 1, -1, -1))
+        default_in = not operand.layout or list(operand.layout.minor_to_major) == list(
+            range(operand.rank - 1, -1, -1))
+        return sizes_out == sizes_in and default_out and default_in
+    return False
+
+
+def _rename_control(instr: Instruction, rename: Callable[[str], str]) -> Instruction:
+    if not instr.control_predecessors:
+        return instr
+    preds = tuple(dict.fromkeys(rename(p) for p in instr.control_predecessors))
+    attrs = tuple(Attribute(a.key, "{" + ", ".join(f"%{p}" for p in preds) + "}")
+                  if a.key == "control-predecessors" else a for a in instr.attributes)
+    return dataclasses.replace(instr, attributes=attrs, control_predecessors=preds)
+
+
+def _merge_key(instr: Instruction) -> Optional[tuple[object, ...]]:
+    if instr.opcode in _NEVER_MERGE or instr.called_computations and instr.opcode != "reduce":
+        return None
+    attrs = tuple((a.key, a.value) for a in instr.attributes
+                  if a.key not in ("metadata", "backend_config", "frontend_attributes"))
+    return (instr.opcode, str(instr.shape), instr.operands, attrs, instr.literal)
+
+
+class _Expander:
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.origins: dict[tuple[str, str], Origin] = {}
+        self.merged = 0
+        self.bitcasts = 0
+        self.taken = {i.name for c in module.computations for i in c.instructions}
+
+    def expand(self, comp: Computation) -> Computation:
+        taken = self.taken
+        out: list[Instruction] = []
+        rename: dict[str, str] = {}
+        shapes: dict[str, Shape] = {}
+
+        def name_of(n: str) -> str:
+            while n in rename:
+                n = rename[n]
+            return n
+
+        def emit(instr: Instruction) -> None:
+            out.append(instr)
+            shapes[instr.name] = instr.shape
+
+        for instr in comp.instructions:
+            instr = dataclasses.replace(instr, operands=tuple(name_of(o) for o in instr.operands))
+            if instr.opcode != "fusion" or not instr.called_computations:
+                emit(instr)
+                continue
+            fused = self.expand(self.module.computation(instr.called_computations[0]))
+            outputs = {fused.root.name}
+            if fused.root.opcode == "tuple":
+                outputs |= set(fused.root.operands)
+            local: dict[str, str] = {}
+            for f in fused.instructions:
+                if f.opcode == "parameter":
+                    local[f.name] = instr.operands[f.parameter_number or 0]
+                    continue
+                if f.is_root:
+                    new_name = instr.name  # the fusion's users keep reading the same name
+                else:
+                    new_name = f.name
+                    k = 0
+                    while new_name in taken:
+                        k += 1
+                        new_name = f"{f.name}.unfused{k}" if k > 1 else f"{f.name}.unfused"
+                taken.add(new_name)
+                local[f.name] = new_name
+                g = dataclasses.replace(f, name=new_name, is_root=f.is_root and instr.is_root,
+                                        operands=tuple(local[o] for o in f.operands),
+                                        control_predecessors=(), attributes=tuple(
+                                            a for a in f.attributes
+                                            if a.key != "control-predecessors"))
+                if f.is_root:
+                    g = dataclasses.replace(g, attributes=g.attributes + tuple(
+                        a for a in instr.attributes if a.key == "control-predecessors"),
+                        control_predecessors=instr.control_predecessors)
+                if g.opcode in ("transpose", "reshape") and g.operands and \
+                        is_layout_only(g, shapes.get(g.operands[0], g.shape)):
+                    g = dataclasses.replace(g, opcode="bitcast", attributes=tuple(
+                        a for a in g.attributes if a.key not in ("dimensions",)))
+                    self.bitcasts += 1
+                emit(g)
+                self.origins[(comp.name, new_name)] = Origin(instr.name, f.name,
+                                                             f.name in outputs)
+            if fused.root.opcode == "parameter":
+                rename[instr.name] = local[fused.root.name]
+        # Merge duplicated producers: a later identical op reads the earlier one's value.
+        seen: dict[tuple[object, ...], str] = {}
+        merged: list[Instruction] = []
+        for instr in out:
+            instr = dataclasses.replace(instr, operands=tuple(name_of(o) for o in instr.operands))
+            key = _merge_key(instr)
+            origin = self.origins.get((comp.name, instr.name))
+            if key is not None and key in seen and not instr.is_root and origin is not None \
+                    and not origin.is_output:
+                rename[instr.name] = seen[key]
+                self.origins.pop((comp.name, instr.name), None)
+                self.merged += 1
+                continue
+            if key is not None:
+                seen.setdefault(key, instr.name)
+            merged.append(instr)
+        final = tuple(_rename_control(i, name_of) for i in merged)
+        return Computation(comp.name, final, comp.is_entry, comp.execution_thread)
+
+
+def unfuse(module: Module) -> Unfused:
+    """Every fusion expanded into its ops in the calling computation. Names stay unique (an
+    expanded op that would clash gets ``.unfused``); the fusion's root takes the fusion's name,
+    so its users are unchanged; producers XLA duplicated into several fusions are merged;
+    layout-only transposes and reshapes become bitcasts, as XLA makes them outside fusions.
+    Fused computations no longer called are dropped."""
+    ex = _Expander(module)
+    fused = module.fused_computation_names()
+    comps = tuple(ex.expand(c) for c in module.computations if c.name not in fused)
+    m = dataclasses.replace(module, computations=comps)
+    return Unfused(m, ex.origins, ex.merged, ex.bitcasts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Schedulers: a new instruction order for each computation, operands always before users.
+
+Scheduler = Callable[[Computation], list[Instruction]]
+
+
+def _deps(comp: Computation) -> dict[str, list[str]]:
+    return {i.name: list(dict.fromkeys(
+        [o for o in i.operands if o in comp] + [p for p in i.control_predecessors
+                                                 if p in comp])) for i in comp.instructions}
+
+
+def bfs_schedule(comp: Computation) -> list[Instruction]:
+    """Breadth-first from the parameters (Kahn's algorithm with a FIFO queue, ties in text
+    order): XLA's BFSMemoryScheduler, which XLA:CPU uses."""
+    deps = _deps(comp)
+    users: dict[str, list[str]] = {n: [] for n in deps}
+    missing = {n: len(d) for n, d in deps.items()}
+    for n, d in deps.items():
+        for o in d:
+            users[o].append(n)
+    queue = deque(i.name for i in comp.instructions if missing[i.name] == 0)
+    order: list[str] = []
+    while queue:
+        n = queue.popleft()
+        order.append(n)
+        for u in users[n]:
+            missing[u] -= 1
+            if missing[u] == 0:
+                queue.append(u)
+    return [comp.instruction(n) for n in order]
+
+
+def post_order_schedule(comp: Computation) -> list[Instruction]:
+    """Operands before users, depth-first from the root, then what the root does not reach,
+    in text order: XLA's PostOrderMemoryScheduler (MakeInstructionPostOrder)."""
+    deps = _deps(comp)
+    done: set[str] = set()
+    order: list[str] = []
+
+    def visit(start: str) -> None:
+        stack = [(start, iter(deps[start]))]
+        if start in done:
+            return
+        done.add(start)
+        while stack:
+            n, it = stack[-1]
+            nxt = next((o for o in it if o not in done), None)
+            if nxt is None:
+                stack.pop()
+                order.append(n)
+            else:
+                done.add(nxt)
+                stack.append((nxt, iter(deps[nxt])))
+
+    visit(comp.root.name)
+    for i in comp.instructions:
+        visit(i.name)
+    return [comp.instruction(n) for n in order]
+
+
+def dfs_schedule(comp: Computation) -> list[Instruction]:
+    """Depth-first with the operand that needs the most memory to compute visited first
+    (XLA's DFSMemoryScheduler orders operands by the bytes of their subgraph)."""
+    deps = _deps(comp)
+    total: dict[str, int] = {}
+    for i in comp.instructions:  # text order is a topological order
+        total[i.name] = i.shape.total_logical_bytes + sum(total[o] for o in deps[i.name]
+                                                          if o in total)
+    sorted_deps = {n: sorted(d, key=lambda o: -total.get(o, 0)) for n, d in deps.items()}
+    done: set[str] = set()
+    order: list[str] = []
+
+    def visit(start: str) -> None:
+        if start in done:
+            return
+        done.add(start)
+        stack = [(start, iter(sorted_deps[start]))]
+        while stack:
+            n, it = stack[-1]
+            nxt = next((o for o in it if o not in done), None)
+            if nxt is None:
+                stack.pop()
+                order.append(n)
+            else:
+                done.add(nxt)
+                stack.append((nxt, iter(sorted_deps[nxt])))
+
+    visit(comp.root.name)
+    for i in comp.instructions:
+        visit(i.name)
+    return [comp.instruction(n) for n in order]
+
+
+def list_schedule(comp: Computation) -> list[Instruction]:
+    """Greedy list scheduling: of the ready instructions, the one that frees the most bytes
+    (operands it is the last user of) net of the bytes it defines; XLA's ListScheduler."""
+    deps = _deps(comp)
+    users: dict[str, set[str]] = {n: set() for n in deps}
+    for n, d in deps.items():
+        for o in d:
+            users[o].add(n)
+    size = {i.name: (0 if i.opcode in ("bitcast", "get-tuple-element", "tuple", "parameter")
+                     else i.shape.total_logical_bytes) for i in comp.instructions}
+    position = {i.name: k for k, i in enumerate(comp.instructions)}
+    missing = {n: len(d) for n, d in deps.items()}
+    remaining_users = {n: len(u) for n, u in users.items()}
+    ready = {n for n, m in missing.items() if m == 0}
+    order: list[str] = []
+    while ready:
+        def gain(n: str) -> tuple[int, int]:
+            freed = sum(size[o] for o in deps[n] if remaining_users[o] == 1)
+            return (freed - size[n], -position[n])
+        n = max(ready, key=gain)
+        ready.remove(n)
+        order.append(n)
+        for o in deps[n]:
+            remaining_users[o] -= 1
+        for u in users[n]:
+            missing[u] -= 1
+            if missing[u] == 0:
+                ready.add(u)
+    return [comp.instruction(n) for n in order]
+
+
+SCHEDULERS: dict[str, Scheduler] = {
+    "bfs": bfs_schedule, "post-order": post_order_schedule, "dfs": dfs_schedule,
+    "list": list_schedule}
+
+
+def reschedule(module: Module, scheduler: Scheduler,
+               computations: Optional[Iterable[str]] = None) -> Module:
+    """The module with each computation (or those named) in the scheduler's order."""
+    names = set(computations) if computations is not None else None
+    comps = tuple(Computation(c.name, tuple(scheduler(c)), c.is_entry, c.execution_thread)
+                  if names is None or c.name in names else c for c in module.computations)
+    return dataclasses.replace(module, computations=comps)
