@@ -178,15 +178,29 @@ class Backend:
     share: ShareRule
     padded_sizes: bool  # sizes are tile-padded (TPU)
     count_tuple_tables: bool  # temp tuple index tables are appended to temp
+    temps_in_outputs: bool = True  # a temp may live in an output allocation it does not overlap
+    # XLA's memory schedulers for this backend; the unfused estimate keeps the cheapest order.
+    schedulers: tuple[str, ...] = ("list", "dfs", "post-order")
+
+
+def never_share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
+                index: tuple[int, ...]) -> bool:
+    return False
 
 
 BACKENDS: dict[str, Backend] = {
-    "cpu": Backend("cpu", 64, generic_share, padded_sizes=False, count_tuple_tables=True),
+    "cpu": Backend("cpu", 64, generic_share, padded_sizes=False, count_tuple_tables=True,
+                   schedulers=("bfs",)),
     "gpu": Backend("gpu", 256, _path_share(allow_other_users=False), padded_sizes=False,
                    count_tuple_tables=True),
     "tpu": Backend("tpu", 512, _path_share(allow_other_users=True), padded_sizes=True,
                    count_tuple_tables=False),
 }
+
+# A framework without a fusing compiler, running the pre-optimization module op by op: every
+# non-view instruction a buffer of its own, freed after its last use, nothing shared.
+EAGER = Backend("eager", 1, never_share, padded_sizes=False, count_tuple_tables=False,
+                temps_in_outputs=False)
 
 
 def backend_for(module: Module, name: Optional[str] = None) -> Backend:

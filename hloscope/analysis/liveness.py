@@ -94,8 +94,16 @@ class MemoryFigures:
     value_count: int
     live_at_peak: tuple[LiveValue, ...]
     other_memory_spaces: dict[str, int]  # S(n) → bytes, not counted as device temp
-    timeline: tuple[int, ...] = field(repr=False)  # temp bytes live at each step
     heap_order: str = ""
+    eliminated: "Eliminated" = field(default_factory=lambda: Eliminated(0, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class Eliminated:
+    """Intermediate values that exist without fusion and not with it."""
+
+    count: int
+    bytes: int
 
 
 @dataclass(frozen=True)
@@ -108,6 +116,7 @@ class Analysis:
     values: tuple[Value, ...]
     buffers: tuple[Buffer, ...]
     figures: MemoryFigures
+    timeline: tuple[int, ...]  # temp heap bytes live at each step
 
 
 # ---------------------------------------------------------------------------------------------
@@ -477,7 +486,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         size = max(v.size for v in members)
         found = operand_share(members)
         slot: Optional[_Slot] = found[0] if found else None
-        if slot is None:
+        if slot is None and be.temps_in_outputs:
             for s in output_slots[bisect.bisect_left(output_sizes, size):]:
                 # An array never moves into the output tuple's index table.
                 if s.members[0].is_table:
@@ -533,9 +542,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         peak_step=peak_step,
         peak_instruction=schedule[peak_step][1].name if 0 <= peak_step < end else "",
         buffer_count=len(buffers), value_count=len(values), live_at_peak=live_at_peak,
-        other_memory_spaces=other_spaces, timeline=tuple(timeline),
-        heap_order=placement.order)
-    return Analysis(module, be, schedule, values, buffers, figures)
+        other_memory_spaces=other_spaces, heap_order=placement.order)
+    return Analysis(module, be, schedule, values, buffers, figures, tuple(timeline))
 
 
 def _post_order_positions(module: Module) -> dict[tuple[str, str], int]:

@@ -66,13 +66,13 @@ def is_layout_only(instr: Instruction, operand: Shape) -> bool:
             return False
         return [perm[d] for d in _physical(out)] == _physical(operand)
     if instr.opcode == "reshape":
+        # Row-major on both sides keeps every element's linear position.
+        def row_major(sh: Shape) -> bool:
+            return not sh.layout or list(sh.layout.minor_to_major) == list(
+                range(sh.rank - 1, -1, -1))
         sizes_out = [out.dimensions[d] for d in _physical(out)]
         sizes_in = [operand.dimensions[d] for d in _physical(operand)]
-        default_out = not out.layout or list(out.layout.minor_to_major) == list(
-            range(out.rank - 1, -1, -1))
-        default_in = not operand.layout or list(operand.layout.minor_to_major) == list(
-            range(operand.rank - 1, -1, -1))
-        return sizes_out == sizes_in and default_out and default_in
+        return (row_major(out) and row_major(operand)) or sizes_out == sizes_in
     return False
 
 
