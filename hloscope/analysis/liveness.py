@@ -431,7 +431,14 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         slot_of[g] = slot
         if cls == OUTPUT:
             output_slots.append(slot)
-    output_slots.sort(key=lambda s: (s.size, s.id))
+    # XLA tries existing allocations smallest first, ties in creation order: outputs are
+    # created largest first, then in post order.
+    post = _post_order_positions(module)
+
+    def created(s: _Slot) -> int:
+        return min(post.get((m.computation, m.instruction), 0) for m in s.members)
+
+    output_slots.sort(key=lambda s: (s.size, created(s), s.id))
     output_sizes = [s.size for s in output_slots]
 
     def handoff(earlier: Value, later: Value) -> bool:
@@ -477,7 +484,6 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # Largest first; earlier-defined first on ties.
     # Largest first; ties in XLA's value order, a post-order of each computation (measured:
     # the dump's value ids follow it, and schedule order instead moved the bf16 step by 45%).
-    post = _post_order_positions(module)
     temp_groups.sort(key=lambda gm: (-max(v.size for v in gm[1]),
                                      min(post.get((v.computation, v.instruction), 0)
                                          for v in gm[1]), gm[0]))
