@@ -118,12 +118,17 @@ def _path_share(allow_other_users: bool) -> ShareRule:
     def rule(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
              index: tuple[int, ...]) -> bool:
         out = _output_shape(user, index)
-        if out is None or not same_array(out, operand_shape):
+        if out is None or not out.is_array or out.element_type != operand_shape.element_type \
+                or out.logical_bytes != operand_shape.logical_bytes:
+            return False
+        if user.opcode != "fusion" and not same_array(out, operand_shape):
             return False
         if user.opcode in IN_PLACE_OPERAND0:
             return operand_index == 0
         if user.opcode in ELEMENTWISE_OPCODES:
             return True
+        # Inside a fusion, bitcasts on the path may change the shape (measured on gpu: a
+        # f32[8,8192] operand reused for a f32[8,16,16,32] result).
         if user.opcode != "fusion" or not user.called_computations:
             return False
         if user.fusion_kind is not None and user.fusion_kind.value == "kCustom":
