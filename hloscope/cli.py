@@ -99,6 +99,34 @@ def fusions(file: str, pre_file: Optional[str], as_json: bool, sort_by: str, top
     click.echo(render_fusions(report, rows[:top] if top else rows), nl=False)
 
 
+@main.command()
+@click.argument("file", type=click.Path(allow_dash=True, dir_okay=False))
+@click.option("--pre", "pre_file", type=click.Path(dir_okay=False),
+              help="The pre-optimization HLO of the same program: adds the eager figure.")
+@click.option("--backend", type=click.Choice(["cpu", "gpu", "tpu"]),
+              help="Whose buffer-assignment rules to apply (default: read from the module).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Rows of the live-at-peak and eliminated tables.")
+@click.option("--by", type=click.Choice(["scope", "fusion", "opcode"]), default="scope",
+              show_default=True, help="How to group the eliminated intermediates.")
+def memory(file: str, pre_file: Optional[str], backend: Optional[str], as_json: bool,
+           top: int, by: str) -> None:
+    """Live buffers of an optimized module with and without fusion: parameters, outputs,
+    constants, temp peak and packed temp (XLA's temp_size_in_bytes), the intermediates fusion
+    eliminated, and the largest buffers live at the peak."""
+    from hloscope.analysis.memory import memory_report
+    post = load_module(file)
+    pre = load_module(pre_file) if pre_file else None
+    report = memory_report(post, backend, pre)
+    if as_json:
+        from hloscope.present.json import render
+        click.echo(render(report), nl=False)
+        return
+    from hloscope.present.terminal import render_memory
+    click.echo(render_memory(report, top, by), nl=False)
+
+
 def run(argv: Optional[list[str]] = None) -> int:
     """Entry for tests: run the CLI and return its exit code instead of exiting."""
     try:

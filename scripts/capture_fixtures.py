@@ -114,25 +114,53 @@ def capture_tf() -> None:
         write(base + ".post.hlo", lowered.post)
 
 
-def dump_child(out_dir: str) -> None:
-    """Runs with XLA_FLAGS=--xla_dump_to set: compile the BERT forward once."""
-    import bert_layer
+# --xla_dump_to directories kept as ground truth for buffer assignment: (target, model, entry,
+# no-fusion variant or ""). The first is the full dump the inspect tests read; of the others
+# only the buffer assignment and live ranges are kept.
+DUMPS = [("cpu", "bert_layer", "forward", ""), ("cpu", "scan_rnn", "forward", ""),
+         ("cpu", "small_models", "bert_layer_bf16_train_step", ""),
+         ("cpu", "bert_layer", "train_step", "nofusion"),
+         ("gpu-h100", "bert_layer", "train_step", ""),
+         ("gpu-h100", "small_models", "convnet_train_step", "")]
+
+
+def dump_child(out_dir: str, target: str, model: str, entry: str) -> None:
+    """Runs with XLA_FLAGS=--xla_dump_to set: compile one entry once."""
+    import importlib
     from hloscope.frontends.jax import lower
-    fn, args = bert_layer.hloscope_entries()["forward"]
-    lowered = lower(fn, args, "cpu")
+    fn, args = importlib.import_module(model).hloscope_entries()[entry]
+    lowered = lower(fn, args, target)
     with open(os.path.join(out_dir, "memory_analysis.json"), "w") as f:
         json.dump(lowered.memory, f, indent=2, sort_keys=True)
         f.write("\n")
 
 
-def capture_dump() -> None:
-    dest = os.path.join(FIXTURES, "dumps", "cpu_bert_layer_forward")
+def capture_dump(target: str, model: str, entry: str, variant: str, python: str) -> None:
+    name = f"{target.split('-')[0]}_{model}_{entry}" if model != "small_models" else \
+        f"{target.split('-')[0]}_{entry}"
+    if variant:
+        name += "_" + variant
+    dest = os.path.join(FIXTURES, "dumps", name)
+    full = (target, model, entry, variant) == DUMPS[0]
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={tmp} --xla_dump_hlo_as_text")
-        subprocess.run([sys.executable, __file__, "--dump-child", tmp], env=env, check=True)
-        # Keep only the module of interest (jit_forward), not helper jits such as zeros.
-        keep = [p for p in glob.glob(os.path.join(tmp, "*")) if "jit_forward" in
-                os.path.basename(p) and p.endswith(".txt")]
+        flags = f"--xla_dump_to={tmp} --xla_dump_hlo_as_text"
+        if variant:
+            flags += " --xla_disable_hlo_passes=" + NO_FUSION[target.split("-")[0]][variant]
+        env = dict(os.environ, XLA_FLAGS=flags)
+        if target.startswith("gpu"):
+            env.update(JAX_SKIP_CUDA_CONSTRAINTS_CHECK="1", CUDA_VISIBLE_DEVICES="-1")
+        subprocess.run([python, __file__, "--dump-child", tmp, "--only-target", target,
+                        "--model", model, "--entry", entry], env=env, check=True)
+        # The module of interest is the last one compiled (helper jits that build the example
+        # arguments come first); keep its files.
+        posts = [p for p in glob.glob(os.path.join(tmp, "module_*after_optimizations.txt"))
+                 if (target == "cpu") == ("cpu_after" in p)]  # GPU runs dump CPU helpers too
+        main = max(posts, key=lambda p: int(os.path.basename(p).split(".")[0][7:]))
+        stem = os.path.basename(main)[:-len("after_optimizations.txt")]
+        module_prefix = stem.split(".")[0] + "."
+        keep = [p for p in glob.glob(os.path.join(tmp, module_prefix + "*.txt"))
+                if full or p.endswith(("-buffer-assignment.txt", "-live-range.txt",
+                                       "after_optimizations.txt"))]
         keep.append(os.path.join(tmp, "memory_analysis.json"))
         if os.path.isdir(dest):
             shutil.rmtree(dest)
@@ -159,21 +187,30 @@ def main() -> int:
     ap.add_argument("--python", default=sys.executable,
                     help="interpreter for non-CPU targets (a venv with the tpu/gpu extras)")
     ap.add_argument("--no-tf", action="store_true", help="skip the TensorFlow model")
-    ap.add_argument("--no-dump", action="store_true", help="skip the --xla_dump_to directory")
+    ap.add_argument("--no-dump", action="store_true", help="skip the --xla_dump_to directories")
+    ap.add_argument("--only-dumps", action="store_true",
+                    help="capture only the --xla_dump_to directories of the targets")
     ap.add_argument("--no-fusion", action="store_true",
                     help="also capture XLA's own no-fusion compiles (calibration models only)")
     ap.add_argument("--only-target", help=argparse.SUPPRESS)
     ap.add_argument("--variant", default="", help=argparse.SUPPRESS)
     ap.add_argument("--dump-child", help=argparse.SUPPRESS)
+    ap.add_argument("--model", help=argparse.SUPPRESS)
+    ap.add_argument("--entry", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.dump_child:
-        dump_child(a.dump_child)
+        dump_child(a.dump_child, a.only_target, a.model, a.entry)
         return 0
     if a.only_target:
         capture_jax(a.only_target, a.variant)
         return 0
     targets = a.targets.split(",") if a.targets else [t for t in DEFAULT_TARGETS if
                                                        t == "cpu" or available(t)]
+    if a.only_dumps:
+        for d in DUMPS:
+            if d[0] in targets:
+                capture_dump(*d, sys.executable if d[0] == "cpu" else a.python)
+        return 0
     for target in targets:
         if target == "cpu":
             capture_jax("cpu")
@@ -183,9 +220,15 @@ def main() -> int:
                 else:
                     capture_tf()
             if not a.no_dump:
-                capture_dump()
+                for d in DUMPS:
+                    if d[0] == "cpu":
+                        capture_dump(*d, sys.executable)
         else:
             run_child(a.python, target)
+            if not a.no_dump:
+                for d in DUMPS:
+                    if d[0] == target:
+                        capture_dump(*d, a.python)
         if a.no_fusion:
             for variant in NO_FUSION[target.split("-")[0]]:
                 run_child(sys.executable if target == "cpu" else a.python, target, variant)

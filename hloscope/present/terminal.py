@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from hloscope.analysis.fusion import FusionCluster, FusionReport
+from hloscope.analysis.fusion import FusionCluster, FusionReport, trim_scope
+from hloscope.analysis.memory import MemoryReport
 from hloscope.analysis.summary import ModuleSummary
 from hloscope.present.format import human_bytes, table
 
@@ -90,4 +91,56 @@ def render_fusions(r: FusionReport, clusters: Sequence[FusionCluster],
             lines.append("largest pre-optimization values fused away:")
             lines += table([(op.name, op.opcode, op.shape, human_bytes(op.logical_bytes),
                              op.scope, ", ".join(op.fusions[:2])) for op in big])
+    return "\n".join(lines) + "\n"
+
+
+def render_memory(r: MemoryReport, top: int = 10, by: str = "scope") -> str:
+    """Fused, unfused (and eager) figures side by side, what fusion eliminated, and the
+    largest buffers live at the fused peak."""
+    cols = [("fused", r.fused), ("unfused", r.unfused)]
+    if r.eager is not None:
+        cols.append(("eager (pre-opt)", r.eager))
+    header = ("", *(name for name, _ in cols))
+    rows: list[tuple[str, ...]] = [header]
+
+    def row(label: str, values: Sequence[int]) -> None:
+        rows.append((label, *(f"{v:,} B ({human_bytes(v)})" for v in values)))
+
+    row("parameters", [f.parameter_bytes for _, f in cols])
+    row("outputs", [f.output_bytes for _, f in cols])
+    row("constants", [f.constant_bytes for _, f in cols])
+    row("temp peak (sum live)", [f.temp_peak_bytes for _, f in cols])
+    row("temp packed", [f.temp_packed_bytes for _, f in cols])
+    rows.append(("peak step", *(f"{f.peak_step} ({f.peak_instruction})" for _, f in cols)))
+    rows.append(("buffers", *(f"{f.buffer_count:,}" for _, f in cols)))
+    lines = [f"module {r.module}  ({r.source})  backend {r.backend}", ""]
+    lines += table(rows)
+    lines.append(f"  (temp packed is XLA's temp_size_in_bytes; unfused: every fusion expanded, "
+                 f"re-scheduled {r.unfused_schedule}, {r.unfused_merged_duplicates} duplicated "
+                 "producers merged)")
+    saved = r.unfused.temp_packed_bytes - r.fused.temp_packed_bytes
+    e = r.eliminated
+    lines += ["", f"memory saved by fusion (unfused - fused temp packed): {saved:,} B "
+              f"({'-' if saved < 0 else ''}{human_bytes(abs(saved))})",
+              f"intermediates eliminated: {e.count:,} values, {e.bytes:,} B "
+              f"({human_bytes(e.bytes)}) of traffic; {human_bytes(e.live_at_unfused_peak_bytes)}"
+              " of them live at the unfused peak"]
+    groups = {"scope": e.by_scope, "fusion": e.by_fusion, "opcode": e.by_opcode}[by]
+    if groups:
+        lines.append(f"  by {by}:")
+        lines += table([(g.key, f"{g.count:,}", human_bytes(g.bytes)) for g in groups[:top]],
+                       indent="    ")
+        if len(groups) > top:
+            lines.append(f"    ... {len(groups) - top} more")
+    spaces = r.fused.other_memory_spaces
+    if spaces:
+        lines += ["", "other memory spaces (not device temp): "
+                  + ", ".join(f"{k} {human_bytes(v)}" for k, v in sorted(spaces.items()))]
+    live = r.fused.live_at_peak
+    lines += ["", f"live at the fused peak (step {r.fused.peak_step}), largest first:"]
+    lines += table([(v.name + (str(list(v.index)) if v.index else ""), v.cls, v.shape,
+                     human_bytes(v.bytes), trim_scope(v.op_name), _short_source(v.source))
+                    for v in live[:top]])
+    if len(live) > top:
+        lines.append(f"  ... {len(live) - top} more (--top N)")
     return "\n".join(lines) + "\n"
