@@ -99,7 +99,10 @@ class _Expander:
         self.origins: dict[tuple[str, str], Origin] = {}
         self.merged = 0
         self.bitcasts = 0
-        self.taken = {i.name for c in module.computations for i in c.instructions}
+        fused = module.fused_computation_names()
+        # Names an expanded op must not take: those of the computations that stay.
+        self.taken = {i.name for c in module.computations if c.name not in fused
+                      for i in c.instructions}
 
     def expand(self, comp: Computation) -> Computation:
         taken = self.taken
@@ -189,7 +192,9 @@ def unfuse(module: Module) -> Unfused:
     fused = module.fused_computation_names()
     comps = tuple(ex.expand(c) for c in module.computations if c.name not in fused)
     m = dataclasses.replace(module, computations=comps)
-    return Unfused(m, ex.origins, ex.merged, ex.bitcasts)
+    kept = {c.name for c in comps}
+    return Unfused(m, {k: v for k, v in ex.origins.items() if k[0] in kept}, ex.merged,
+                   ex.bitcasts)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,241 @@
+"""Live buffers, assignment and packing, as specifications: small scheduled modules with the
+live ranges and peaks worked out by hand, then every captured fixture against XLA's own
+``memory_analysis()`` and buffer-assignment dumps."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import pytest
+
+import hloscope
+from hloscope.analysis.backends import EAGER
+from hloscope.analysis.liveness import OUTPUT, PARAMETER, TEMP, analyze
+from hloscope.analysis.xla_dump import read_buffer_assignment
+
+from conftest import FIXTURES, fixture_path
+
+CHAIN = """
+HloModule chain, is_scheduled=true
+
+ENTRY main {
+  p = f32[256]{0} parameter(0)
+  a = f32[256]{0} exponential(p)
+  b = f32[256]{0} negate(a)
+  c = f32[256]{0} add(b, p)
+  d = f32[64]{0} slice(c), slice={[0:64]}
+  ROOT r = f32[64]{0} negate(d)
+}
+"""
+# Steps: p 0, a 1, b 2, c 3, d 4, r 5; the program ends at 6.
+# a [1,2] dies at b, an elementwise op of the same shape: b takes over a's buffer, and c
+# takes over b's. So a, b, c are one 1 KiB temp live over [1,4]. d [4,5] is not elementwise
+# of c (a slice), so it is a buffer of its own, which fits into r's output allocation: r takes
+# d over at r (negate, same shape). Temp is the one 1 KiB buffer.
+
+
+def test_sharing_and_outputs_on_a_chain() -> None:
+    a = analyze(hloscope.parse(CHAIN), "cpu")
+    f = a.figures
+    assert f.schedule_length == 6
+    ranges = {v.instruction: (v.start, v.end) for v in a.values}
+    assert ranges == {"p": (0, 6), "a": (1, 2), "b": (2, 3), "c": (3, 4), "d": (4, 5),
+                      "r": (5, 6)}
+    groups = sorted(sorted(a.values[v].instruction for v in b.values) for b in a.buffers)
+    assert groups == [["a", "b", "c"], ["d", "r"], ["p"]]
+    assert {b.cls for b in a.buffers if "p" in [a.values[v].instruction for v in b.values]} \
+        == {PARAMETER}
+    assert (f.parameter_bytes, f.output_bytes, f.constant_bytes) == (1024, 256, 0)
+    assert (f.temp_peak_bytes, f.temp_packed_bytes) == (1024, 1024)
+    assert [v.name for v in f.live_at_peak] == ["a"]  # step 1, the first at the peak
+    assert a.timeline == (0, 1024, 1024, 1024, 1024, 0)
+
+
+def test_eager_shares_nothing() -> None:
+    # Op by op, nothing shared, nothing in outputs: a, b, c, d are four buffers.
+    # Live sums: t1 a, t2 a+b, t3 b+c, t4 c+d, t5 d: peak 2048 at step 2.
+    f = analyze(hloscope.parse(CHAIN), EAGER).figures
+    assert (f.temp_peak_bytes, f.peak_step) == (2048, 2)
+    # Best fit: a@0, b@1024, c@0 (a is dead), d@1024 (b is dead): heap 2048.
+    assert f.temp_packed_bytes == 2048
+
+
+TUPLE = """
+HloModule tuples, is_scheduled=true
+
+two {
+  p = f32[16]{0} parameter(0)
+  n = f32[16]{0} negate(p)
+  ROOT t = (f32[16]{0}, f32[16]{0}) tuple(n, p)
+}
+
+ENTRY main {
+  x = f32[16]{0} parameter(0)
+  f = (f32[16]{0}, f32[16]{0}) fusion(x), kind=kLoop, calls=two
+  g0 = f32[16]{0} get-tuple-element(f), index=0
+  g1 = f32[16]{0} get-tuple-element(f), index=1
+  ROOT s = f32[16]{0} add(g0, g1)
+}
+"""
+
+
+def test_tuple_tables_are_appended_after_the_heap() -> None:
+    # The fusion (step 1) defines a 16-byte index table and two 64-byte arrays f{0}, f{1}; the
+    # get-tuple-elements read the table (steps 2, 3); s (step 4) reads both arrays through
+    # them, and an elementwise add may take over the first operand's buffer even through a
+    # view (XLA's LiveRangeStrictlyBefore): f{0} moves into s's output allocation. f{1} overlaps
+    # f{0} there, so it is the one heap buffer: 64 bytes at offset 0. The table is appended at
+    # the next aligned offset: cpu 64 + 16 = 80, gpu (256-byte alignment) 256 + 16 = 272.
+    a = analyze(hloscope.parse(TUPLE), "cpu")
+    out = next(b for b in a.buffers if b.cls == OUTPUT)
+    assert [(a.values[v].instruction, a.values[v].index) for v in out.values] == [
+        ("f", (0,)), ("s", ())]
+    f = a.figures
+    assert (f.heap_bytes, f.tuple_table_bytes, f.temp_packed_bytes) == (64, 16, 80)
+    g = analyze(hloscope.parse(TUPLE), "gpu").figures
+    assert (g.heap_bytes, g.temp_packed_bytes) == (64, 272)
+
+
+WHILE = """
+HloModule loop, is_scheduled=true
+
+body {
+  s = (s32[], f32[64]{0}) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  v = f32[64]{0} get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  w = f32[64]{0} negate(v)
+  ROOT t = (s32[], f32[64]{0}) tuple(j, w)
+}
+
+cond {
+  s = (s32[], f32[64]{0}) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(10)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+
+ENTRY main {
+  x = f32[64]{0} parameter(0)
+  z = s32[] constant(0)
+  y = f32[64]{0} negate(x)
+  init = (s32[], f32[64]{0}) tuple(z, y)
+  loop = (s32[], f32[64]{0}) while(init), condition=cond, body=body
+  ROOT r = f32[64]{0} get-tuple-element(loop), index=1
+}
+"""
+
+
+def test_a_while_loop_is_flattened_and_its_state_shares_one_buffer() -> None:
+    a = analyze(hloscope.parse(WHILE), "cpu")
+    names = [i.name for _, i in a.schedule]
+    # x z y init | cond: s i n lt | body: s i v one j w t | loop r
+    assert names == ["x", "z", "y", "init", "s", "i", "n", "lt", "s", "i", "v", "one", "j",
+                     "w", "t", "loop", "r"]
+    by = {b.id: {(a.values[v].computation, a.values[v].instruction) for v in b.values}
+          for b in a.buffers}
+    state = next(ids for ids in by.values() if ("body", "w") in ids)
+    # y (the initial value), the body's result w, both parameters' views and the loop's
+    # result are one buffer; it is the program's output (r names loop{1}).
+    assert {("main", "y"), ("body", "w"), ("main", "loop"), ("body", "s"),
+            ("cond", "s")} <= state
+    assert next(b for b in a.buffers if b.id in by and by[b.id] == state).cls == OUTPUT
+
+
+# ---------------------------------------------------------------------------------------------
+# Against XLA
+
+# Fixtures where hloscope's figure is not yet XLA's, with the ratio measured (ours / XLA);
+# docs/memory-model.md explains each. They are strict xfails: fixing one shows up.
+KNOWN_GAPS = {
+    "cpu/bert_layer_bf16_train_step.post.hlo": 0.798,
+    "cpu/bert_layer_train_step.nofusion.post.hlo": 0.986,
+    "gpu-h100/bert_layer_train_step.nofusion.post.hlo": 0.933,
+    "gpu-h100/bert_layer_train_step.nofusion-nocublas.post.hlo": 0.981,
+    "gpu-h100/convnet_train_step.post.hlo": 1.166,
+}
+
+
+def _memory_fixtures(targets: tuple[str, ...]) -> list[object]:
+    out: list[object] = []
+    for target in targets:
+        for path in sorted(glob.glob(os.path.join(FIXTURES, target, "*.post.hlo"))):
+            if not os.path.exists(path.replace(".post.hlo", ".memory.json")):
+                continue
+            rel = os.path.relpath(path, FIXTURES)
+            marks = [pytest.mark.xfail(strict=True, reason=f"measured {KNOWN_GAPS[rel]}x XLA")] \
+                if rel in KNOWN_GAPS else []
+            out.append(pytest.param(path, id=rel, marks=marks))
+    return out
+
+
+def _xla(path: str) -> dict[str, int]:
+    with open(path.replace(".post.hlo", ".memory.json")) as f:
+        return json.load(f)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("path", _memory_fixtures(("cpu", "gpu-h100")))
+def test_temp_matches_xla_on_cpu_and_gpu(path: str) -> None:
+    xla = _xla(path)
+    f = analyze(hloscope.parse_file(path), path.split(os.sep)[-2]).figures
+    assert f.parameter_bytes == xla["argument_size_in_bytes"]
+    assert f.output_bytes == xla["output_size_in_bytes"]
+    # Aim exact; the issue allows 1%. (dropout_mlp on cpu: 60 bytes over, 0.002%.)
+    assert f.temp_packed_bytes == pytest.approx(xla["temp_size_in_bytes"], rel=0.01, abs=64)
+
+
+@pytest.mark.parametrize("rel,ratio", sorted(KNOWN_GAPS.items()))
+def test_known_gaps_stay_where_they_were_measured(rel: str, ratio: float) -> None:
+    path = fixture_path(*rel.split("/"))
+    f = analyze(hloscope.parse_file(path), rel.split("/")[0]).figures
+    assert f.temp_packed_bytes / _xla(path)["temp_size_in_bytes"] == pytest.approx(ratio,
+                                                                                   abs=0.002)
+
+
+def test_tpu_figures_are_reported_apart() -> None:
+    # TPU v4 moves BERT's working set into on-chip memory S(3): XLA reports HBM temp 0, and so
+    # does hloscope, with the S(3) bytes reported beside it, not added.
+    f = analyze(hloscope.parse_file(fixture_path("tpu-v4", "bert_layer_forward.post.hlo")),
+                "tpu").figures
+    assert f.temp_packed_bytes == 0 == _xla(fixture_path("tpu-v4",
+                                                         "bert_layer_forward.post.hlo"))[
+        "temp_size_in_bytes"]
+    assert f.other_memory_spaces["S(3)"] > 10_000_000
+
+
+# Dumps where every value's allocation class agrees; on the last the temp total does not (see
+# KNOWN_GAPS).
+CLASS_DUMPS = {"cpu_bert_layer_forward": True, "cpu_scan_rnn_forward": True,
+               "gpu_bert_layer_train_step": True, "gpu_convnet_train_step": False}
+
+
+@pytest.mark.parametrize("name,exact", sorted(CLASS_DUMPS.items()))
+def test_allocation_classes_agree_with_the_dump(name: str, exact: bool) -> None:
+    """Every value XLA places in a parameter, output or temp allocation is in a buffer of that
+    class here too; on the cpu forward dump the allocations group the same values."""
+    d = fixture_path("dumps", name)
+    (ba,) = glob.glob(f"{d}/*after_optimizations-buffer-assignment.txt")
+    (post,) = glob.glob(f"{d}/*after_optimizations.txt")
+    allocations = read_buffer_assignment(open(ba).read())
+    a = analyze(hloscope.parse_file(post), name.split("_")[0])
+    slot = {(a.values[v].instruction, a.values[v].index): b for b in a.buffers
+            for v in b.values}
+    checked = 0
+    for al in allocations:
+        if al.kind not in (PARAMETER, OUTPUT, TEMP):
+            continue
+        for v in al.values:
+            b = slot.get((v.instruction, v.index))
+            if b is None:
+                assert al.kind == TEMP and v.index == () and v.size <= 64, v  # a tuple table
+                continue
+            assert b.cls == al.kind, (v, b.cls)
+            checked += 1
+        if name == "cpu_bert_layer_forward" and al.kind != TEMP:
+            assert len({slot[(v.instruction, v.index)].id for v in al.values}) == 1
+    assert checked > 20
+    temp = sum(al.size for al in allocations if al.kind == TEMP)
+    assert (a.figures.temp_packed_bytes == temp) is exact

@@ -1,0 +1,122 @@
+"""unfuse and the schedulers: valid HLO out, nothing lost, XLA's own orders reproduced."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+
+import hloscope
+from hloscope.analysis.liveness import analyze
+from hloscope.hlo.printer import print_module
+from hloscope.hlo.transform import (SCHEDULERS, bfs_schedule, is_layout_only, reschedule,
+                                    unfuse)
+
+from conftest import FIXTURES, fixture_id
+
+FUSED = """
+HloModule m, is_scheduled=true
+
+f1 {
+  p0 = f32[8,4]{1,0} parameter(0)
+  e = f32[8,4]{1,0} exponential(p0)
+  ROOT n = f32[8,4]{1,0} negate(e)
+}
+
+f2 {
+  q0 = f32[8,4]{1,0} parameter(0)
+  q1 = f32[8,4]{1,0} parameter(1)
+  e = f32[8,4]{1,0} exponential(q0)
+  t = f32[4,8]{0,1} transpose(e), dimensions={1,0}
+  a = f32[4,8]{0,1} abs(t)
+  ROOT tup = (f32[4,8]{0,1}, f32[8,4]{1,0}) tuple(a, q1)
+}
+
+ENTRY main {
+  x = f32[8,4]{1,0} parameter(0)
+  n = f32[8,4]{1,0} fusion(x), kind=kLoop, calls=f1
+  m = (f32[4,8]{0,1}, f32[8,4]{1,0}) fusion(x, n), kind=kLoop, calls=f2
+  g = f32[4,8]{0,1} get-tuple-element(m), index=0
+  ROOT r = f32[4,8]{0,1} add(g, g)
+}
+"""
+
+
+def test_unfuse_expands_in_place_with_unique_names() -> None:
+    u = unfuse(hloscope.parse(FUSED))
+    entry = u.module.entry
+    # f1's root takes the fusion's name (n); f2's "e" clashes with f1's (e.unfused), but it is
+    # the same exp(x), a duplicate XLA made by fusing it twice, and is merged into the first;
+    # the transpose only relabels dimensions of the same bytes (layout {0,1} of the transposed
+    # shape), so it is a bitcast.
+    assert [(i.name, i.opcode) for i in entry] == [
+        ("x", "parameter"), ("e", "exponential"), ("n", "negate"), ("t", "bitcast"),
+        ("a", "abs"), ("m", "tuple"), ("g", "get-tuple-element"), ("r", "add")]
+    assert entry.instruction("t").operands == ("e",)
+    assert entry.instruction("m").operands == ("a", "n")
+    assert (u.merged, u.bitcasts) == (1, 1)
+    assert u.origins[("main", "a")].fusion == "m" and u.origins[("main", "a")].is_output
+    assert not u.origins[("main", "e")].is_output
+    assert [c.name for c in u.module.computations] == ["main"]
+    assert hloscope.parse(print_module(u.module)) == u.module
+
+
+def test_layout_only() -> None:
+    m = hloscope.parse(FUSED)
+    t = m.computation("f2").instruction("t")
+    assert is_layout_only(t, m.computation("f2").instruction("e").shape)
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(FIXTURES, "*", "*.post.hlo"))),
+                         ids=fixture_id)
+def test_unfuse_every_fixture(path: str) -> None:
+    m = hloscope.parse_file(path)
+    u = unfuse(m)
+    assert not any(i.opcode == "fusion" for c in u.module.computations for i in c)
+    # Valid HLO: it prints and parses back equal; operands are defined before use.
+    assert hloscope.parse(print_module(u.module)) == u.module
+    for comp in u.module.computations:
+        seen: set[str] = set()
+        for instr in comp:
+            assert all(o in seen for o in instr.operands), instr.name
+            seen.add(instr.name)
+    # Nothing lost: every fused op is there unless it was a parameter, a merged duplicate or
+    # a layout-only op that became a bitcast (still there, as a bitcast).
+    def ops(comp_name: str) -> int:
+        """Ops a fusion calling this computation expands into (nested fusions included)."""
+        return sum(ops(i.called_computations[0]) if i.opcode == "fusion" else 1
+                   for i in m.computation(comp_name) if i.opcode != "parameter")
+
+    fused = m.fused_computation_names()
+    expanded = sum(ops(i.called_computations[0]) for c in m.computations
+                   if c.name not in fused for i in c if i.opcode == "fusion")
+    assert len(u.origins) == expanded - u.merged
+    assert all(comp in {c.name for c in u.module.computations} for comp, _ in u.origins)
+    # Liveness of the result defines at least every value it keeps (no crash, sane figures).
+    f = analyze(u.module, path.split(os.sep)[-2]).figures
+    assert f.temp_packed_bytes >= f.temp_peak_bytes >= 0
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(FIXTURES, "cpu", "*.post.hlo"))),
+                         ids=fixture_id)
+def test_bfs_reproduces_xla_cpu_schedule(path: str) -> None:
+    """XLA:CPU schedules breadth-first: the BFS scheduler gives back the module's own order."""
+    m = hloscope.parse_file(path)
+    fused = m.fused_computation_names()
+    for comp in m.computations:
+        if comp.name not in fused:
+            assert [i.name for i in bfs_schedule(comp)] == [i.name for i in comp], comp.name
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+def test_schedulers_are_topological(name: str) -> None:
+    u = unfuse(hloscope.parse_file(os.path.join(FIXTURES, "cpu",
+                                                "bert_layer_train_step.post.hlo"))).module
+    m = reschedule(u, SCHEDULERS[name])
+    for comp in m.computations:
+        assert sorted(i.name for i in comp) == sorted(i.name for i in u.computation(comp.name))
+        seen: set[str] = set()
+        for instr in comp:
+            assert all(o in seen for o in instr.operands)
+            seen.add(instr.name)
