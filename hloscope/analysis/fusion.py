@@ -100,9 +100,19 @@ def _scope(instr: Instruction) -> str:
         else ""
 
 
-def value_ref(module: Module, instr: Instruction) -> ValueRef:
-    return ValueRef(instr.name, instr.opcode, str(instr.shape), instr.shape.total_logical_bytes,
-                    instr.shape.total_padded_bytes, _scope(instr), _source(module, instr))
+def value_ref(module: Module, instr: Instruction,
+              cache: Optional[dict[int, ValueRef]] = None) -> ValueRef:
+    """What a cluster says about one value; ``cache`` (by instruction identity) spares the
+    work for operands that many fusions read."""
+    if cache is not None:
+        hit = cache.get(id(instr))
+        if hit is not None:
+            return hit
+    ref = ValueRef(instr.name, instr.opcode, str(instr.shape), instr.shape.total_logical_bytes,
+                   instr.shape.total_padded_bytes, _scope(instr), _source(module, instr))
+    if cache is not None:
+        cache[id(instr)] = ref
+    return ref
 
 
 def _through_views(comp: Computation, name: str) -> Instruction:
@@ -142,6 +152,7 @@ def find_hero(fused: Computation) -> Instruction:
 
 
 def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Optional[str],
+             cache: dict[int, ValueRef],
              children: tuple[str, ...]) -> FusionCluster:
     fused = module.computation(instr.called_computations[0])
     outputs = fusion_outputs(fused)
@@ -162,7 +173,7 @@ def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Opti
             continue
         intermediates.append(value_ref(module, i))
     hero = find_hero(fused)
-    inputs = tuple(value_ref(module, comp.instruction(op)) for op in instr.operands)
+    inputs = tuple(value_ref(module, comp.instruction(op), cache) for op in instr.operands)
     outs = tuple(value_ref(module, o) for o in outputs)
     return FusionCluster(
         name=instr.name, computation=comp.name, fused_computation=fused.name,
@@ -202,12 +213,13 @@ def fusion_clusters(module: Module) -> tuple[FusionCluster, ...]:
                 if instr.opcode == "fusion" and instr.called_computations:
                     nested.setdefault(owner[comp.name], []).append(instr.name)
     out: list[FusionCluster] = []
+    cache: dict[int, ValueRef] = {}
     for comp in module.computations:
         fusions = [i for i in comp.instructions if i.opcode == "fusion" and i.called_computations]
         if not fusions:
             continue
         for instr in fusions:
-            out.append(_cluster(module, comp, instr, owner.get(comp.name),
+            out.append(_cluster(module, comp, instr, owner.get(comp.name), cache,
                                 tuple(nested.get(instr.name, ()))))
     return tuple(out)
 

@@ -19,7 +19,7 @@ def node_attributes(instr: Instruction) -> dict[str, Any]:
     md = instr.metadata
     return {
         "opcode": instr.opcode,
-        "shape": str(instr.shape),
+        "shape": instr.shape,  # a Shape; str() gives XLA's text
         "logical_bytes": instr.shape.total_logical_bytes,
         "padded_bytes": instr.shape.total_padded_bytes,
         "op_name": md.op_name if md is not None else "",

@@ -46,26 +46,37 @@ def _align(n: int, alignment: int) -> int:
 
 
 class _Timeline:
-    """Placed chunks, bucketed by time so that an overlap query touches only nearby chunks."""
+    """Placed chunks, bucketed by time so that an overlap query touches only nearby chunks.
+    A chunk that spans many buckets would be copied into each of them and visited again and
+    again by long queries, so those live in one list of their own, scanned once per query."""
+
+    LONG = 8  # buckets; a chunk spanning more is kept in the long list
 
     def __init__(self, end: int, bucket: int = 64) -> None:
         self.bucket = bucket
         self.buckets: list[list[tuple[int, int, int, int]]] = [
             [] for _ in range(end // bucket + 1)]
+        self.long: list[tuple[int, int, int, int]] = []
 
     def add(self, start: int, end: int, offset: int, size: int) -> None:
         chunk = (start, end, offset, size)
-        for b in range(start // self.bucket, end // self.bucket + 1):
+        first, last = start // self.bucket, end // self.bucket
+        if last - first > self.LONG:
+            self.long.append(chunk)
+            return
+        for b in range(first, last + 1):
             self.buckets[b].append(chunk)
 
     def busy(self, start: int, end: int) -> list[tuple[int, int]]:
         """(offset, end offset) of the chunks live at some time in [start, end]."""
-        out: set[tuple[int, int]] = set()
-        for b in range(start // self.bucket, end // self.bucket + 1):
+        out = [(off, off + size) for s, e, off, size in self.long if s <= end and start <= e]
+        first = start // self.bucket
+        for b in range(first, end // self.bucket + 1):
             for s, e, off, size in self.buckets[b]:
-                if s <= end and start <= e:
-                    out.add((off, off + size))
-        return sorted(out)
+                # Count a chunk once: in the first bucket where it and the query meet.
+                if s <= end and start <= e and (b == first or s // self.bucket == b):
+                    out.append((off, off + size))
+        return out
 
 
 def _best_fit(busy: list[tuple[int, int]], size: int, alignment: int) -> int:

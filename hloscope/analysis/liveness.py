@@ -234,22 +234,17 @@ class _Builder:
                 self.use({(): operands[0][()]}, t)
             return _subtree(operands[0], (instr.tuple_index or 0,))
         elif op == "tuple":
-            tree = {(): self.define(comp.name, instr, (), instr.shape, t)}
+            # A tuple defines its index table and reads nothing: its users read the elements.
+            tree: Tree = {(): self.define(comp.name, instr, (), instr.shape, t)}
             for k, sub in enumerate(operands):
                 for idx, v in sub.items():
                     tree[(k,) + idx] = v
-            self._use_all(instr, operands, t, views=True)
             return tree
-        self._use_all(instr, operands, t, views=False)
+        for operand in operands:
+            self.use(operand, t)
         aliased = _async_aliases(instr, operands)
         return {idx: aliased[idx] if idx in aliased else self.define(comp.name, instr, idx, s, t)
                 for idx, s in _leaves_with_index(instr.shape)}
-
-    def _use_all(self, instr: Instruction, operands: list[Tree], t: int, views: bool) -> None:
-        if views:
-            return  # a tuple reads nothing: its users read its elements
-        for tree in operands:
-            self.use(tree, t)
 
     def phi_tree(self, comp: str, instr: Instruction, init: Tree, t: int) -> Tree:
         """New values at ``t`` for every index of ``init``, each sharing storage with it."""
@@ -270,10 +265,10 @@ class _Builder:
                   if c in self.module]
         if instr.opcode == "while":
             init = operands[0]
-            cond = next((c for c in called if c.name == instr.attribute("condition")
-                         .lstrip("%")), None) if instr.attribute("condition") else None
-            body = next((c for c in called if c.name == (instr.attribute("body") or "")
-                         .lstrip("%")), None)
+            cond_name = (instr.attribute("condition") or "").lstrip("%")
+            body_name = (instr.attribute("body") or "").lstrip("%")
+            cond = next((c for c in called if c.name == cond_name), None)
+            body = next((c for c in called if c.name == body_name), None)
             # The loop reads its initial state where the first called computation starts.
             self.use(init, len(self.schedule))
             if cond is not None:
@@ -424,13 +419,13 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                 continue
             temp_groups.append((g, members))
             continue
-        slot = _Slot(len(slots), cls, max(v.size for v in members))
+        fixed = _Slot(len(slots), cls, max(v.size for v in members))
         for v in members:
-            slot.add(v)
-        slots.append(slot)
-        slot_of[g] = slot
+            fixed.add(v)
+        slots.append(fixed)
+        slot_of[g] = fixed
         if cls == OUTPUT:
-            output_slots.append(slot)
+            output_slots.append(fixed)
     # XLA tries existing allocations smallest first, ties in creation order: outputs are
     # created largest first, then in post order.
     post = _post_order_positions(module)
@@ -497,7 +492,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                 # An array never moves into the output tuple's index table.
                 if s.members[0].is_table:
                     continue
-                if not any(s.conflicts(m, handoff) for m in members):
+                if not (s.conflicts(members[0], handoff) if len(members) == 1 else
+                        any(s.conflicts(m, handoff) for m in members)):
                     slot = s
                     break
         if slot is None:

@@ -74,6 +74,8 @@ class Shape:
     dynamic_dimensions: tuple[bool, ...] = ()
     layout: Optional[Layout] = None
     tuple_shapes: tuple["Shape", ...] = ()
+    # The printed text, made once on first use (analyses print many shapes many times).
+    _text: str = field(default="", compare=False, repr=False, hash=False)
 
     @property
     def is_tuple(self) -> bool:
@@ -96,7 +98,8 @@ class Shape:
     @property
     def element_count(self) -> int:
         # An unbounded dynamic dimension ('?') has no size we can know statically.
-        return math.prod(max(d, 0) for d in self.dimensions)
+        dims = self.dimensions
+        return math.prod(max(d, 0) for d in dims) if -1 in dims else math.prod(dims)
 
     @property
     def logical_bytes(self) -> int:
@@ -153,7 +156,9 @@ class Shape:
         return tuple(out)
 
     def __str__(self) -> str:
-        return self.format()
+        if not self._text:
+            object.__setattr__(self, "_text", self.format())
+        return self._text
 
     def format(self, layout: bool = True) -> str:
         """The shape as XLA prints it; ``layout=False`` drops layouts (as in signatures)."""

@@ -85,6 +85,13 @@ def _rename_control(instr: Instruction, rename: Callable[[str], str]) -> Instruc
     return dataclasses.replace(instr, attributes=attrs, control_predecessors=preds)
 
 
+def _renamed(instr: Instruction, rename: Callable[[str], str]) -> Instruction:
+    """``instr`` reading renamed operands; the same object when nothing changed (the common
+    case, and a copy of a frozen dataclass is not free)."""
+    ops = tuple(rename(o) for o in instr.operands)
+    return instr if ops == instr.operands else dataclasses.replace(instr, operands=ops)
+
+
 def _merge_key(instr: Instruction) -> Optional[tuple[object, ...]]:
     if instr.opcode in _NEVER_MERGE or instr.called_computations and instr.opcode != "reduce":
         return None
@@ -120,7 +127,7 @@ class _Expander:
             shapes[instr.name] = instr.shape
 
         for instr in comp.instructions:
-            instr = dataclasses.replace(instr, operands=tuple(name_of(o) for o in instr.operands))
+            instr = _renamed(instr, name_of)
             if instr.opcode != "fusion" or not instr.called_computations:
                 emit(instr)
                 continue
@@ -166,7 +173,7 @@ class _Expander:
         seen: dict[tuple[object, ...], str] = {}
         merged: list[Instruction] = []
         for instr in out:
-            instr = dataclasses.replace(instr, operands=tuple(name_of(o) for o in instr.operands))
+            instr = _renamed(instr, name_of)
             key = _merge_key(instr)
             origin = self.origins.get((comp.name, instr.name))
             if key is not None and key in seen and not instr.is_root and origin is not None \
