@@ -1,0 +1,175 @@
+"""The memory report (fused, unfused, eager, eliminated) and ``hloscope memory``; the unfused
+estimate against XLA's own no-fusion compiles; liveness invariants on generated programs."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hloscope
+from hloscope.analysis.backends import BACKENDS
+from hloscope.analysis.liveness import TEMP, analyze
+from hloscope.analysis.memory import memory_report, unfused_analysis
+from hloscope.cli import run
+
+from conftest import fixture_path
+
+# Unfused estimate (from the fused module) / XLA's no-fusion temp, measured. On gpu the
+# reference is the compile that also leaves dots as plain ops (no cuBLAS epilogue folding).
+# The gaps are explained in docs/memory-model.md.
+UNFUSED = {
+    ("cpu", "bert_layer_forward.nofusion"): 1.000,
+    ("cpu", "bert_layer_train_step.nofusion"): 0.989,
+    ("cpu", "convnet_train_step.nofusion"): 0.904,  # gap
+    ("cpu", "layer_norm.nofusion"): 1.000,
+    ("gpu-h100", "bert_layer_forward.nofusion-nocublas"): 2.499,  # gap: split-K, merged QKV
+    ("gpu-h100", "bert_layer_train_step.nofusion-nocublas"): 0.982,
+    ("gpu-h100", "convnet_train_step.nofusion-nocublas"): 1.000,
+    ("gpu-h100", "layer_norm.nofusion-nocublas"): 1.000,
+    ("tpu-v3", "bert_layer_forward.nofusion"): 0.980,
+    ("tpu-v3", "bert_layer_train_step.nofusion"): 0.820,
+    ("tpu-v3", "convnet_train_step.nofusion"): 0.871,
+    ("tpu-v3", "layer_norm.nofusion"): 0.985,
+}
+BOUND = {"cpu": 0.05, "gpu-h100": 0.05, "tpu-v3": 0.25}
+
+
+def _unfused_ratio(target: str, stem: str) -> float:
+    post = fixture_path(target, stem.split(".")[0] + ".post.hlo")
+    with open(fixture_path(target, stem + ".memory.json")) as f:
+        xla = json.load(f)["temp_size_in_bytes"]
+    be = BACKENDS[target.split("-")[0]]
+    a, _, _ = unfused_analysis(hloscope.parse_file(post), be)
+    return a.figures.temp_packed_bytes / xla
+
+
+@pytest.mark.parametrize("target,stem", sorted(UNFUSED), ids=lambda x: str(x))
+def test_unfused_estimate_against_xla_no_fusion(target: str, stem: str) -> None:
+    ratio = _unfused_ratio(target, stem)
+    assert ratio == pytest.approx(UNFUSED[(target, stem)], abs=0.002)  # the table stays true
+    if abs(UNFUSED[(target, stem)] - 1) > BOUND[target]:
+        pytest.xfail(f"known gap: {ratio:.3f}x XLA's no-fusion temp")
+    assert abs(ratio - 1) <= BOUND[target]
+
+
+def test_memory_report_of_the_bert_forward() -> None:
+    post = hloscope.parse_file(fixture_path("cpu", "bert_layer_forward.post.hlo"))
+    pre = hloscope.parse_file(fixture_path("cpu", "bert_layer_forward.pre.hlo"))
+    r = memory_report(post, "cpu", pre)
+    assert r.schema == "hloscope.memory/1"
+    assert r.fused.temp_packed_bytes == 3_539_968  # XLA's temp_size_in_bytes, to the byte
+    assert r.unfused.temp_packed_bytes == 13_376_512  # XLA's no-fusion compile, to the byte
+    assert r.unfused_schedule == "bfs"
+    assert r.eager is not None and r.eager.parameter_bytes == r.fused.parameter_bytes
+    e = r.eliminated
+    assert e.count > 50 and e.bytes == sum(g.bytes for g in e.by_fusion) \
+        == sum(g.bytes for g in e.by_scope) == sum(g.bytes for g in e.by_opcode)
+    assert e.count == sum(g.count for g in e.by_fusion)
+    assert 0 < e.live_at_unfused_peak_bytes <= e.bytes
+    assert (r.fused.eliminated.count, r.fused.eliminated.bytes) == (e.count, e.bytes)
+    # Fusion's eliminated traffic is far larger than the memory it saves.
+    assert e.bytes > 3 * (r.unfused.temp_packed_bytes - r.fused.temp_packed_bytes)
+
+
+def test_memory_command_json(capsys) -> None:
+    post = fixture_path("cpu", "bert_layer_forward.post.hlo")
+    assert run(["memory", post, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["schema"] == "hloscope.memory/1"
+    for key in ("fused", "unfused"):
+        for field in ("parameter_bytes", "output_bytes", "constant_bytes", "temp_peak_bytes",
+                      "temp_packed_bytes", "peak_step", "buffer_count", "live_at_peak",
+                      "eliminated"):
+            assert field in data[key], (key, field)
+        assert set(data[key]["eliminated"]) == {"count", "bytes"}
+    assert data["fused"]["temp_packed_bytes"] == 3_539_968
+    assert data["eager"] is None
+
+
+def test_memory_command_text(capsys) -> None:
+    post = fixture_path("gpu-h100", "bert_layer_train_step.post.hlo")
+    assert run(["memory", post, "--by", "fusion", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "backend gpu" in out and "398,104 B" in out
+    assert "by fusion:" in out and "live at the fused peak" in out
+
+
+def test_memory_command_bad_input(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m\nENTRY e {\n  ROOT r = f32[2] add(a)\n}\n")
+    assert run(["memory", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.hlo:3:" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------------
+# Invariants on generated programs
+
+SIZES = (16, 64, 256)
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> str:
+    """A random scheduled DAG over f32[16], f32[64], f32[256]: unary and binary elementwise
+    ops on one size, slices down and broadcasts up between sizes."""
+    lines = [f"  p{k} = f32[{n}]{{0}} parameter({k})" for k, n in enumerate(SIZES)]
+    nodes: list[tuple[str, int]] = [(f"p{k}", n) for k, n in enumerate(SIZES)]
+    for i in range(draw(st.integers(1, 25))):
+        kind = draw(st.sampled_from(["unary", "binary", "slice", "broadcast"]))
+        a, n = draw(st.sampled_from(nodes))
+        name = f"v{i}"
+        if kind == "unary":
+            op = draw(st.sampled_from(["negate", "exponential", "tanh"]))
+            lines.append(f"  {name} = f32[{n}]{{0}} {op}({a})")
+        elif kind == "binary":
+            b = draw(st.sampled_from([x for x, m in nodes if m == n]))
+            op = draw(st.sampled_from(["add", "multiply", "maximum"]))
+            lines.append(f"  {name} = f32[{n}]{{0}} {op}({a}, {b})")
+        elif kind == "slice" and n > SIZES[0]:
+            n = n // 4
+            lines.append(f"  {name} = f32[{n}]{{0}} slice({a}), slice={{[0:{n}]}}")
+        else:
+            # broadcast to rank 2, take one column, reshape back to rank 1
+            lines.append(f"  {name} = f32[{n},2]{{1,0}} broadcast({a}), dimensions={{0}}")
+            lines.append(f"  {name}s = f32[{n},1]{{1,0}} slice({name}), slice={{[0:{n}], [0:1]}}")
+            lines.append(f"  {name}b = f32[{n}]{{0}} reshape({name}s)")
+            name = f"{name}b"
+        nodes.append((name, n))
+    k = draw(st.integers(1, min(3, len(nodes))))
+    outs = [x for x, _ in nodes[-k:]]
+    shapes = ", ".join(f"f32[{dict(nodes)[x]}]{{0}}" for x in outs)
+    lines.append(f"  ROOT out = ({shapes}) tuple({', '.join(outs)})")
+    return "HloModule gen, is_scheduled=true\n\nENTRY main {\n" + "\n".join(lines) + "\n}\n"
+
+
+@settings(max_examples=150, deadline=None)
+@given(programs(), st.sampled_from(["cpu", "gpu", "tpu"]))
+def test_liveness_invariants(text: str, backend: str) -> None:
+    a = analyze(hloscope.parse(text), backend)
+    f = a.figures
+    end = f.schedule_length
+    # Packing never beats the live sum, and every range lies inside the schedule.
+    assert f.heap_bytes >= f.temp_peak_bytes
+    for v in a.values:
+        assert 0 <= v.start <= v.end <= end
+    # No two heap buffers live at the same time overlap in the heap.
+    heap = [b for b in a.buffers if b.cls == TEMP]
+    spans = {b.id: [(a.values[v].start, a.values[v].end) for v in b.values] for b in heap}
+    for i, x in enumerate(heap):
+        for y in heap[i + 1:]:
+            in_time = any(s1 <= e2 and s2 <= e1 for s1, e1 in spans[x.id]
+                          for s2, e2 in spans[y.id])
+            in_space = x.offset < y.offset + y.size and y.offset < x.offset + x.size
+            assert not (in_time and in_space), (x, y)
+    # Every value belongs to exactly one buffer, or is a tuple table appended after the heap.
+    owned = [v for b in a.buffers for v in b.values]
+    assert len(owned) == len(set(owned))
+    assert set(owned) | {v.id for v in a.values if v.is_table} == {v.id for v in a.values}
+    # The timeline never exceeds the peak and reaches it.
+    assert max(a.timeline, default=0) == f.temp_peak_bytes
+
+
