@@ -92,12 +92,28 @@ def capture_jax(target: str, variant: str = "") -> None:
                   + "\n")
 
 
+def capture_keras(target: str) -> None:
+    """The Keras 3 encoder (JAX backend): runs in a child process with KERAS_BACKEND=jax, so
+    that this process's TensorFlow keeps its own Keras backend."""
+    import keras_encoder
+    from hloscope.frontends.jax import lower
+    for entry, (fn, args) in keras_encoder.hloscope_entries().items():
+        lowered = lower(fn, args, target)
+        base = os.path.join(FIXTURES, target, f"keras_encoder_{entry}")
+        write(base + ".pre.hlo", lowered.pre)
+        write(base + ".post.hlo", lowered.post)
+        write(base + ".memory.json", json.dumps(lowered.memory, indent=2, sort_keys=True) + "\n")
+
+
 def run_child(python: str, target: str, variant: str = "") -> None:
     env = dict(os.environ)
     if target.startswith("gpu"):
         env.update(JAX_SKIP_CUDA_CONSTRAINTS_CHECK="1", CUDA_VISIBLE_DEVICES="-1")
     args = [python, __file__, "--only-target", target]
-    if variant:
+    if variant == "keras":
+        env["KERAS_BACKEND"] = "jax"
+        args += ["--variant", variant]
+    elif variant:
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_disable_hlo_passes="
                             + NO_FUSION[target.split("-")[0]][variant]).strip()
         args += ["--variant", variant]
@@ -188,6 +204,7 @@ def main() -> int:
                     help="interpreter for non-CPU targets (a venv with the tpu/gpu extras)")
     ap.add_argument("--no-tf", action="store_true", help="skip the TensorFlow model")
     ap.add_argument("--no-dump", action="store_true", help="skip the --xla_dump_to directories")
+    ap.add_argument("--only-keras", action="store_true", help="capture only the Keras model")
     ap.add_argument("--only-dumps", action="store_true",
                     help="capture only the --xla_dump_to directories of the targets")
     ap.add_argument("--no-fusion", action="store_true",
@@ -202,10 +219,16 @@ def main() -> int:
         dump_child(a.dump_child, a.only_target, a.model, a.entry)
         return 0
     if a.only_target:
-        capture_jax(a.only_target, a.variant)
+        if a.variant == "keras":
+            capture_keras(a.only_target)
+        else:
+            capture_jax(a.only_target, a.variant)
         return 0
     targets = a.targets.split(",") if a.targets else [t for t in DEFAULT_TARGETS if
                                                        t == "cpu" or available(t)]
+    if a.only_keras:
+        run_child(sys.executable, "cpu", "keras")
+        return 0
     if a.only_dumps:
         for d in DUMPS:
             if d[0] in targets:
@@ -214,6 +237,8 @@ def main() -> int:
     for target in targets:
         if target == "cpu":
             capture_jax("cpu")
+            if importlib.util.find_spec("keras") is not None:
+                run_child(sys.executable, "cpu", "keras")
             if not a.no_tf:
                 if importlib.util.find_spec("tensorflow") is None:
                     print("tensorflow not installed: skipping bert_layer_tf", file=sys.stderr)

@@ -275,6 +275,21 @@ def test_bert_pre_post_coverage(target: str, model: str) -> None:
     assert m.fused > 0.3 * len(m.ops)
 
 
+@pytest.mark.parametrize("entry,measured", [("forward", 0.848), ("train_step", 0.869)])
+def test_keras_library_model_coverage(entry: str, measured: float) -> None:
+    """Keras 3 layers (JAX backend) nest jitted calls; composed through the calls, the map
+    still classifies every op, most by metadata (the rest are literal constants and their
+    broadcasts, which carry no op_name)."""
+    pre = hloscope.parse_file(fixture_path("cpu", f"keras_encoder_{entry}.pre.hlo"))
+    post = hloscope.parse_file(fixture_path("cpu", f"keras_encoder_{entry}.post.hlo"))
+    m = pre_post_map(pre, post)
+    assert m.coverage == pytest.approx(measured, abs=0.002)
+    unmatched = {op.opcode for op in m.ops if op.matched_by != "metadata"}
+    assert unmatched <= {"constant", "broadcast", "iota"}
+    assert any(op.scope.startswith(("attention", "jvp(attention)")) for op in m.ops
+               if op.status == FUSED)
+
+
 def test_fusions_command_table_and_json(capsys) -> None:
     post = fixture_path("cpu", "bert_layer_forward.post.hlo")
     pre = fixture_path("cpu", "bert_layer_forward.pre.hlo")
