@@ -56,6 +56,16 @@ def test_unfused_estimate_against_xla_no_fusion(target: str, stem: str) -> None:
     assert abs(ratio - 1) <= BOUND[target]
 
 
+def test_docs_memory_tables_are_current() -> None:
+    """docs/memory-model.md's measured tables equal what the code computes now."""
+    import subprocess
+    import sys
+    script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "scripts",
+                          "memory_table.py")
+    proc = subprocess.run([sys.executable, script, "--check"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_memory_report_of_the_bert_forward() -> None:
     post = hloscope.parse_file(fixture_path("cpu", "bert_layer_forward.post.hlo"))
     pre = hloscope.parse_file(fixture_path("cpu", "bert_layer_forward.pre.hlo"))
