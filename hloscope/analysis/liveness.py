@@ -530,8 +530,11 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                if m.start <= peak_step <= m.end and not m.is_table
                and (s.cls == TEMP or m.id not in live_out)]
     at_peak.sort(key=lambda m: (-m.size, m.instruction))
-    live_at_peak = tuple(LiveValue(m.instruction, m.index, slot_of[group_of[m.id]].cls,
-                                   m.shape, m.size, m.op_name, m.source) for m in at_peak)
+    # A temporary XLA keeps inside an output allocation is "temp-in-output": live, but free.
+    live_at_peak = tuple(LiveValue(m.instruction, m.index,
+                                   TEMP if slot_of[group_of[m.id]].cls == TEMP
+                                   else "temp-in-output", m.shape, m.size, m.op_name, m.source)
+                         for m in at_peak)
     by_cls: dict[str, int] = {}
     for s in slots:
         if s.cls != TEMP:

@@ -76,10 +76,10 @@ def render_fusions(r: FusionReport, clusters: Sequence[FusionCluster],
     lines += ["", f"fusions {t.fusions} ("
               + ", ".join(f"{k} {n}" for k, n in t.by_kind.items()) + ")",
               f"fused ops {t.fused_ops:,} (instructions in fused computations)",
-              f"intermediates eliminated {t.intermediates:,}: {t.intermediate_bytes:,} B "
+              f"intermediates inside fusions {t.intermediates:,}: {t.intermediate_bytes:,} B "
               f"({human_bytes(t.intermediate_bytes)}) that never become device buffers",
-              "  (a sum of values, i.e. memory traffic saved; the memory saved is the "
-              "difference of peaks: hloscope memory)"]
+              "  (a sum over values: memory traffic saved. `hloscope memory` counts a value "
+              "fused twice once, and gives the memory saved: unfused minus fused temp)"]
     if r.pre_post is not None:
         p = r.pre_post
         total = p.materialized + p.fused + p.gone
