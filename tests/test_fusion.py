@@ -290,6 +290,26 @@ def test_keras_library_model_coverage(entry: str, measured: float) -> None:
                if op.status == FUSED)
 
 
+def test_real_xla_fusion_decisions() -> None:
+    """From real XLA output, not hand-written: gpu kInput reductions and multi-output Adam
+    updates, TPU kOutput reduce-windows, cpu YNN custom fusions."""
+    gpu = fusion_clusters(hloscope.parse_file(fixture_path("gpu-h100",
+                                                           "bert_layer_train_step.post.hlo")))
+    kinds = {c.kind for c in gpu}
+    assert {"kLoop", "kInput", "kCustom"} <= kinds
+    assert any(c.kind == "kInput" and c.hero_opcode == "reduce" for c in gpu)
+    adam = [c for c in gpu if len(c.outputs) == 3]
+    assert adam and all(c.intermediate_count > 0 for c in adam)  # new param, m and v at once
+    assert {c.backend_kind for c in gpu} >= {"__triton_nested_gemm_fusion", "__triton"}
+    tpu = fusion_clusters(hloscope.parse_file(fixture_path("tpu-v4", "softmax.post.hlo")))
+    assert [c.hero_opcode for c in tpu if c.kind == "kOutput"] == ["reduce-window"] * 2
+    bitcast_only = [c for c in tpu if c.kind == "kLoop"]
+    assert [c.hero_opcode for c in bitcast_only] == ["bitcast"]
+    cpu = fusion_clusters(hloscope.parse_file(fixture_path("cpu", "layer_norm.post.hlo")))
+    assert [(c.kind, c.backend_kind, c.hero_opcode) for c in cpu][:2] == [
+        ("kCustom", "__ynn_fusion", "reduce"), ("kLoop", None, "subtract")]
+
+
 def test_fusions_command_table_and_json(capsys) -> None:
     post = fixture_path("cpu", "bert_layer_forward.post.hlo")
     pre = fixture_path("cpu", "bert_layer_forward.pre.hlo")

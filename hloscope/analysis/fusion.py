@@ -148,7 +148,9 @@ def find_hero(fused: Computation) -> Instruction:
             best = instr
     if best is not None:
         return best
-    return _through_views(fused, fusion_outputs(fused)[0].name)
+    out = _through_views(fused, fusion_outputs(fused)[0].name)
+    # A fusion that only reinterprets its parameter (a bitcast fusion) is its root.
+    return fused.root if out.opcode == "parameter" else out
 
 
 def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Optional[str],
