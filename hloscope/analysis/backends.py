@@ -76,14 +76,10 @@ def _output_shape(user: Instruction, index: tuple[int, ...]) -> Optional[Shape]:
     return shape
 
 
-def generic_share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
-                  index: tuple[int, ...]) -> bool:
-    """XLA's generic rule (cpu): same shape and layout, and the user reads the operand
-    elementwise: an elementwise op, an in-place update of operand 0, or a fusion whose
-    parameter is used only elementwise (through tuples) inside."""
-    out = _output_shape(user, index)
-    if out is None or not same_array(out, operand_shape):
-        return False
+def _plain_op_rule(user: Instruction, operand_index: int) -> Optional[bool]:
+    """The part every rule shares for an instruction that is not a fusion: an in-place update
+    reuses operand 0, an elementwise op any operand; a fusion is decided by its inside (None);
+    everything else reuses nothing."""
     if user.opcode in IN_PLACE_OPERAND0:
         return operand_index == 0
     if user.opcode in ELEMENTWISE_OPCODES:
@@ -92,6 +88,20 @@ def generic_share(module: Module, user: Instruction, operand_index: int, operand
         return False
     if user.fusion_kind is not None and user.fusion_kind.value == "kCustom":
         return False
+    return None
+
+
+def generic_share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
+                  index: tuple[int, ...]) -> bool:
+    """XLA's generic rule (cpu): same shape and layout, and the user reads the operand
+    elementwise: an elementwise op, an in-place update of operand 0, or a fusion whose
+    parameter is used only elementwise (through tuples) inside."""
+    out = _output_shape(user, index)
+    if out is None or not same_array(out, operand_shape):
+        return False
+    plain = _plain_op_rule(user, operand_index)
+    if plain is not None:
+        return plain
     fused = module.computation(user.called_computations[0])
     param = _fused_parameter(fused, operand_index)
     if param is None:
@@ -121,18 +131,13 @@ def _path_share(allow_other_users: bool) -> ShareRule:
         if out is None or not out.is_array or out.element_type != operand_shape.element_type \
                 or out.logical_bytes != operand_shape.logical_bytes:
             return False
+        # Inside a fusion, bitcasts on the path may change the shape (measured on gpu: a
+        # f32[8,8192] operand reused for a f32[8,16,16,32] result); outside, it may not.
         if user.opcode != "fusion" and not same_array(out, operand_shape):
             return False
-        if user.opcode in IN_PLACE_OPERAND0:
-            return operand_index == 0
-        if user.opcode in ELEMENTWISE_OPCODES:
-            return True
-        # Inside a fusion, bitcasts on the path may change the shape (measured on gpu: a
-        # f32[8,8192] operand reused for a f32[8,16,16,32] result).
-        if user.opcode != "fusion" or not user.called_computations:
-            return False
-        if user.fusion_kind is not None and user.fusion_kind.value == "kCustom":
-            return False
+        plain = _plain_op_rule(user, operand_index)
+        if plain is not None:
+            return plain
         fused = module.computation(user.called_computations[0])
         param = _fused_parameter(fused, operand_index)
         target = _fused_output(fused, index)

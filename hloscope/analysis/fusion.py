@@ -309,7 +309,7 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
         for instr in comp.instructions:
             if instr.opcode == "fusion" and instr.called_computations:
                 fused_owner.setdefault(instr.called_computations[0], instr.name)
-    # Close nested fusions over their outermost owner's name.
+    # (A nested fusion's ops are credited to the nested fusion; its parent is in the clusters.)
     top_level = {c.name for c, _ in program_computations(post)}
     top_keys: set[tuple[str, str]] = set()
     top_names: set[str] = set()

@@ -21,6 +21,7 @@ from hloscope.analysis.backends import Backend, backend_for
 from hloscope.analysis.heap import Interval, pack, sweep_peak
 from hloscope.hlo.ir import Computation, Instruction, Module
 from hloscope.hlo.shape import Shape
+from hloscope.hlo.transform import post_order_schedule
 
 PARAMETER, OUTPUT, CONSTANT, TEMP = "parameter", "output", "constant", "temp"
 # Instructions that define no value: they name (part of) their operand's.
@@ -552,29 +553,11 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
 
 
 def _post_order_positions(module: Module) -> dict[tuple[str, str], int]:
-    """Position of each instruction in XLA's post order (HloComputation::
-    MakeInstructionPostOrder: from each instruction no one uses, in text order, a depth-first
-    walk emitting operands, first operand first, before their user)."""
+    """Position of each instruction in XLA's post order (the dump's value ids follow it)."""
     out: dict[tuple[str, str], int] = {}
     for comp in module.computations:
-        used = {o for i in comp.instructions for o in i.operands}
-        used |= {p for i in comp.instructions for p in i.control_predecessors}
-        for start in comp.instructions:
-            if start.name in used or (comp.name, start.name) in out:
-                continue
-            stack = [(start, 0)]
-            while stack:
-                instr, k = stack.pop()
-                ops = instr.operands + instr.control_predecessors
-                while k < len(ops) and (comp.name, ops[k]) in out:
-                    k += 1
-                if k < len(ops) and ops[k] in comp:
-                    stack.append((instr, k + 1))
-                    stack.append((comp.instruction(ops[k]), 0))
-                elif k < len(ops):
-                    stack.append((instr, k + 1))
-                elif (comp.name, instr.name) not in out:
-                    out[(comp.name, instr.name)] = len(out)
+        for instr in post_order_schedule(comp):
+            out[(comp.name, instr.name)] = len(out)
     return out
 
 

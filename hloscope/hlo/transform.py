@@ -237,18 +237,19 @@ def bfs_schedule(comp: Computation) -> list[Instruction]:
     return [comp.instruction(n) for n in order]
 
 
-def post_order_schedule(comp: Computation) -> list[Instruction]:
-    """Operands before users, depth-first from the root, then what the root does not reach,
-    in text order: XLA's PostOrderMemoryScheduler (MakeInstructionPostOrder)."""
-    deps = _deps(comp)
+def _depth_first(comp: Computation, deps: dict[str, list[str]]) -> list[Instruction]:
+    """XLA's MakeInstructionPostOrder: from each instruction no one uses (in text order), a
+    depth-first walk that emits every operand, in ``deps`` order, before its user; what those
+    walks miss (nothing, in a well-formed computation) follows in text order."""
+    used = {o for d in deps.values() for o in d}
     done: set[str] = set()
     order: list[str] = []
 
     def visit(start: str) -> None:
-        stack = [(start, iter(deps[start]))]
         if start in done:
             return
         done.add(start)
+        stack = [(start, iter(deps[start]))]
         while stack:
             n, it = stack[-1]
             nxt = next((o for o in it if o not in done), None)
@@ -259,10 +260,17 @@ def post_order_schedule(comp: Computation) -> list[Instruction]:
                 done.add(nxt)
                 stack.append((nxt, iter(deps[nxt])))
 
-    visit(comp.root.name)
+    for i in comp.instructions:
+        if i.name not in used:
+            visit(i.name)
     for i in comp.instructions:
         visit(i.name)
     return [comp.instruction(n) for n in order]
+
+
+def post_order_schedule(comp: Computation) -> list[Instruction]:
+    """Operands before users, first operand first: XLA's PostOrderMemoryScheduler."""
+    return _depth_first(comp, _deps(comp))
 
 
 def dfs_schedule(comp: Computation) -> list[Instruction]:
@@ -273,29 +281,8 @@ def dfs_schedule(comp: Computation) -> list[Instruction]:
     for i in comp.instructions:  # text order is a topological order
         total[i.name] = i.shape.total_logical_bytes + sum(total[o] for o in deps[i.name]
                                                           if o in total)
-    sorted_deps = {n: sorted(d, key=lambda o: -total.get(o, 0)) for n, d in deps.items()}
-    done: set[str] = set()
-    order: list[str] = []
-
-    def visit(start: str) -> None:
-        if start in done:
-            return
-        done.add(start)
-        stack = [(start, iter(sorted_deps[start]))]
-        while stack:
-            n, it = stack[-1]
-            nxt = next((o for o in it if o not in done), None)
-            if nxt is None:
-                stack.pop()
-                order.append(n)
-            else:
-                done.add(nxt)
-                stack.append((nxt, iter(sorted_deps[nxt])))
-
-    visit(comp.root.name)
-    for i in comp.instructions:
-        visit(i.name)
-    return [comp.instruction(n) for n in order]
+    return _depth_first(comp, {n: sorted(d, key=lambda o: -total.get(o, 0))
+                               for n, d in deps.items()})
 
 
 def list_schedule(comp: Computation) -> list[Instruction]:
