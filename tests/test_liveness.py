@@ -151,12 +151,8 @@ def test_a_while_loop_is_flattened_and_its_state_shares_one_buffer() -> None:
 # Fixtures where hloscope's figure is not yet XLA's, with the ratio measured (ours / XLA);
 # docs/memory-model.md explains each. They are strict xfails: fixing one shows up.
 KNOWN_GAPS = {
-    "cpu/bert_layer_bf16_train_step.post.hlo": 0.798,
-    "cpu/bert_layer_train_step.nofusion.post.hlo": 0.986,
-    "gpu-h100/bert_layer_train_step.nofusion.post.hlo": 0.933,
-    "gpu-h100/bert_layer_train_step.nofusion-nocublas.post.hlo": 0.981,
+    "gpu-h100/bert_layer_train_step.nofusion.post.hlo": 1.018,
     "gpu-h100/convnet_train_step.post.hlo": 1.166,
-    "cpu/keras_encoder_train_step.post.hlo": 1.084,
 }
 
 
@@ -207,16 +203,21 @@ def test_tpu_figures_are_reported_apart() -> None:
     assert f.other_memory_spaces["S(3)"] > 10_000_000
 
 
-# Dumps where every value's allocation class agrees; on the last the temp total does not (see
-# KNOWN_GAPS).
-CLASS_DUMPS = {"cpu_bert_layer_forward": True, "cpu_scan_rnn_forward": True,
-               "gpu_bert_layer_train_step": True, "gpu_convnet_train_step": False}
+# Per dump: how many values hloscope puts in another class than XLA (measured; on the bf16 and
+# no-fusion steps these are equal-size values that swap between the heap and an output
+# allocation, the totals still agree), and whether the temp totals agree.
+CLASS_DUMPS = {"cpu_bert_layer_forward": (0, True), "cpu_scan_rnn_forward": (0, True),
+               "cpu_bert_layer_bf16_train_step": (4, True),
+               "cpu_bert_layer_train_step_nofusion": (58, True),
+               "gpu_bert_layer_train_step": (0, True), "gpu_convnet_train_step": (0, False)}
 
 
-@pytest.mark.parametrize("name,exact", sorted(CLASS_DUMPS.items()))
-def test_allocation_classes_agree_with_the_dump(name: str, exact: bool) -> None:
-    """Every value XLA places in a parameter, output or temp allocation is in a buffer of that
-    class here too; on the cpu forward dump the allocations group the same values."""
+@pytest.mark.parametrize("name", sorted(CLASS_DUMPS))
+def test_allocation_classes_agree_with_the_dump(name: str) -> None:
+    """Values XLA places in parameter, output or temp allocations are in buffers of that class
+    here too (but for the measured swaps); on the cpu forward dump the allocations group the
+    same values; the temp totals agree where the table says so."""
+    mismatches, exact = CLASS_DUMPS[name]
     d = fixture_path("dumps", name)
     (ba,) = glob.glob(f"{d}/*after_optimizations-buffer-assignment.txt")
     (post,) = glob.glob(f"{d}/*after_optimizations.txt")
@@ -224,7 +225,7 @@ def test_allocation_classes_agree_with_the_dump(name: str, exact: bool) -> None:
     a = analyze(hloscope.parse_file(post), name.split("_")[0])
     slot = {(a.values[v].instruction, a.values[v].index): b for b in a.buffers
             for v in b.values}
-    checked = 0
+    checked = different = 0
     for al in allocations:
         if al.kind not in (PARAMETER, OUTPUT, TEMP):
             continue
@@ -233,10 +234,10 @@ def test_allocation_classes_agree_with_the_dump(name: str, exact: bool) -> None:
             if b is None:
                 assert al.kind == TEMP and v.index == () and v.size <= 64, v  # a tuple table
                 continue
-            assert b.cls == al.kind, (v, b.cls)
+            different += b.cls != al.kind
             checked += 1
         if name == "cpu_bert_layer_forward" and al.kind != TEMP:
             assert len({slot[(v.instruction, v.index)].id for v in al.values}) == 1
-    assert checked > 20
+    assert checked > 20 and different == mismatches
     temp = sum(al.size for al in allocations if al.kind == TEMP)
     assert (a.figures.temp_packed_bytes == temp) is exact

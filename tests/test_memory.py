@@ -23,7 +23,7 @@ from conftest import fixture_path
 # The gaps are explained in docs/memory-model.md.
 UNFUSED = {
     ("cpu", "bert_layer_forward.nofusion"): 1.000,
-    ("cpu", "bert_layer_train_step.nofusion"): 0.989,
+    ("cpu", "bert_layer_train_step.nofusion"): 1.000,
     ("cpu", "convnet_train_step.nofusion"): 0.904,  # gap
     ("cpu", "layer_norm.nofusion"): 1.000,
     ("gpu-h100", "bert_layer_forward.nofusion-nocublas"): 2.499,  # gap: split-K, merged QKV
@@ -31,7 +31,7 @@ UNFUSED = {
     ("gpu-h100", "convnet_train_step.nofusion-nocublas"): 1.000,
     ("gpu-h100", "layer_norm.nofusion-nocublas"): 1.000,
     ("tpu-v3", "bert_layer_forward.nofusion"): 0.980,
-    ("tpu-v3", "bert_layer_train_step.nofusion"): 0.820,
+    ("tpu-v3", "bert_layer_train_step.nofusion"): 0.821,
     ("tpu-v3", "convnet_train_step.nofusion"): 0.871,
     ("tpu-v3", "layer_norm.nofusion"): 0.985,
 }

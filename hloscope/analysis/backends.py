@@ -198,10 +198,21 @@ def never_share(module: Module, user: Instruction, operand_index: int, operand_s
     return False
 
 
+def _either(*rules: ShareRule) -> ShareRule:
+    def rule(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
+             index: tuple[int, ...]) -> bool:
+        return any(r(module, user, operand_index, operand_shape, index) for r in rules)
+    return rule
+
+
 BACKENDS: dict[str, Backend] = {
     "cpu": Backend("cpu", 64, generic_share, padded_sizes=False, count_tuple_tables=True,
                    schedulers=("bfs",)),
-    "gpu": Backend("gpu", 256, _path_share(allow_other_users=False), padded_sizes=False,
+    # XLA:GPU's hint (FusionCanShareBufferHint) adds to the generic rule: along a path of
+    # elementwise ops and bitcasts the shape may change (measured: the Adam update fusions
+    # share by the generic rule, a ConvNet's bitcast-then-select fusion only by the path).
+    "gpu": Backend("gpu", 256, _either(generic_share, _path_share(allow_other_users=False)),
+                   padded_sizes=False,
                    count_tuple_tables=True),
     "tpu": Backend("tpu", 512, _path_share(allow_other_users=True), padded_sizes=True,
                    count_tuple_tables=False),

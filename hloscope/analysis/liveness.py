@@ -427,14 +427,16 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         slot_of[g] = fixed
         if cls == OUTPUT:
             output_slots.append(fixed)
-    # XLA tries existing allocations smallest first, ties in creation order: outputs are
-    # created largest first, then in post order.
+    # XLA tries the allocations made so far from the last made back to the first
+    # (BufferAssigner's AssignSingleHloBuffer). They are made largest first, ties in post
+    # order, so that is smallest first and, among equal sizes, the latest in post order first
+    # (measured on the bf16 step's dump, where the first-made-first order was 20% off).
     post = _post_order_positions(module)
 
     def created(s: _Slot) -> int:
         return min(post.get((m.computation, m.instruction), 0) for m in s.members)
 
-    output_slots.sort(key=lambda s: (s.size, created(s), s.id))
+    output_slots.sort(key=lambda s: (s.size, -created(s), -s.id))
     output_sizes = [s.size for s in output_slots]
 
     def handoff(earlier: Value, later: Value) -> bool:
