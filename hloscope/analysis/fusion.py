@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from hloscope.analysis.graph import computation_graph, users
 from hloscope.hlo.ir import Computation, Instruction, Module
 
 # Instructions that define no value of their own: they name (part of) another value.
@@ -244,7 +245,7 @@ class PreOp:
     scope: str  # composed through calls, trimmed of the jit(...) prefix
     source: str
     status: str  # materialized, fused, gone
-    matched_by: str  # metadata, opcode+shape
+    matched_by: str  # metadata, user metadata, opcode+shape
     fusions: tuple[str, ...]  # the post-opt fusions holding an op of the same provenance
 
 
@@ -255,7 +256,9 @@ class PrePostMap:
     fused: int
     gone: int
     by_metadata: int
-    coverage: float  # share of pre-opt instructions classified by metadata
+    coverage: float  # share of pre-opt instructions classified by metadata, own or users'
+    by_user_metadata: int = 0  # literals and broadcasts classified by their users' op_name
+    own_coverage: float = 0.0  # share classified by their own metadata
 
     def largest_fused(self, n: int) -> tuple[PreOp, ...]:
         fused = [op for op in self.ops if op.status == FUSED]
@@ -302,8 +305,10 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
     """Classify every value-defining pre-optimization instruction of the program computations
     (views such as tuple and get-tuple-element are left out): *materialized*
     (a top-level post-opt instruction carries its op_name and source line), *fused* (only fused
-    instructions do), or *gone* (none does: simplified, CSE'd or dead). Where an instruction has
-    no op_name, fall back to opcode + shape among post-opt instructions of the same scope."""
+    instructions do), or *gone* (none does: simplified, CSE'd or dead). A literal or broadcast
+    without an op_name takes the op_name of the first op reading it that has one; anything
+    else without one falls back to opcode + shape among post-opt instructions of the same
+    scope."""
     fused_owner: dict[str, str] = {}
     for comp in post.computations:
         for instr in comp.instructions:
@@ -339,7 +344,9 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
     ops: list[PreOp] = []
     counts: Counter[str] = Counter()
     by_metadata = 0
+    by_users = 0
     for comp, prefix in program_computations(pre):
+        inherited = _inherit_from_users(pre, comp)
         for instr in comp.instructions:
             if instr.opcode in VIEW_OPCODES or (instr.opcode == "parameter"
                                                 and not comp.is_entry):
@@ -353,6 +360,21 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
                 key = (full, src)
                 by_metadata += 1
                 matched = "metadata"
+                if key in top_keys or (key not in fused_keys and full in top_names):
+                    status = MATERIALIZED
+                elif key in fused_keys or full in fused_names:
+                    status = FUSED
+                    fusions = fused_keys.get(key) or fused_names.get(full, set())
+                else:
+                    status = GONE
+            elif (heir := inherited.get((comp.name, instr.name))) is not None:
+                # A literal and its broadcasts carry no op_name of their own: they are part of
+                # the framework op that reads them (JAX emits them in that op's lowering).
+                full = _compose(prefix, heir[0])
+                src = heir[1]
+                key = (full, src)
+                by_users += 1
+                matched = "user metadata"
                 if key in top_keys or (key not in fused_keys and full in top_names):
                     status = MATERIALIZED
                 elif key in fused_keys or full in fused_names:
@@ -378,7 +400,32 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
                              matched, tuple(sorted(set(fusions)))))
     total = len(ops)
     return PrePostMap(tuple(ops), counts[MATERIALIZED], counts[FUSED], counts[GONE],
-                      by_metadata, by_metadata / total if total else 1.0)
+                      by_metadata, (by_metadata + by_users) / total if total else 1.0,
+                      by_users, by_metadata / total if total else 1.0)
+
+
+def _inherit_from_users(module: Module, comp: Computation) -> dict[tuple[str, str],
+                                                                    tuple[str, str]]:
+    """For each constant or broadcast without an op_name: the op_name and source of the
+    first instruction reached through its users that has one."""
+    graph = computation_graph(comp)
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    for instr in comp.instructions:
+        if instr.metadata and instr.metadata.op_name or instr.opcode not in (
+                "constant", "broadcast", "iota", "reshape", "convert"):
+            continue
+        todo, seen = users(graph, instr.name), {instr.name}
+        while todo:
+            n = todo.pop(0)
+            if n in seen:
+                continue
+            seen.add(n)
+            user = comp.instruction(n)
+            if user.metadata and user.metadata.op_name:
+                out[(comp.name, instr.name)] = (user.metadata.op_name, _source(module, user))
+                break
+            todo.extend(users(graph, n))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

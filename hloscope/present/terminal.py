@@ -85,7 +85,8 @@ def render_fusions(r: FusionReport, clusters: Sequence[FusionCluster],
         total = p.materialized + p.fused + p.gone
         lines += ["", f"pre-optimization ops: {total:,}  materialized {p.materialized:,}  "
                   f"fused {p.fused:,}  gone {p.gone:,}  "
-                  f"(classified by metadata: {p.coverage:.1%})"]
+                  f"(classified by metadata: {p.coverage:.1%}; own {p.own_coverage:.1%}, "
+                  "the rest literals placed by their users' metadata)"]
         big = p.largest_fused(largest_fused)
         if big:
             lines.append("largest pre-optimization values fused away:")
