@@ -137,7 +137,8 @@ DUMPS = [("cpu", "bert_layer", "forward", ""), ("cpu", "scan_rnn", "forward", ""
          ("cpu", "small_models", "bert_layer_bf16_train_step", ""),
          ("cpu", "bert_layer", "train_step", "nofusion"),
          ("gpu-h100", "bert_layer", "train_step", ""),
-         ("gpu-h100", "small_models", "convnet_train_step", "")]
+         ("gpu-h100", "small_models", "convnet_train_step", ""),
+         ("tpu-v3", "small_models", "layer_norm", "")]
 
 
 def dump_child(out_dir: str, target: str, model: str, entry: str) -> None:
@@ -172,8 +173,9 @@ def capture_dump(target: str, model: str, entry: str, variant: str, python: str)
         posts = [p for p in glob.glob(os.path.join(tmp, "module_*after_optimizations.txt"))
                  if (target == "cpu") == ("cpu_after" in p)]  # GPU runs dump CPU helpers too
         main = max(posts, key=lambda p: int(os.path.basename(p).split(".")[0][7:]))
-        stem = os.path.basename(main)[:-len("after_optimizations.txt")]
-        module_prefix = stem.split(".")[0] + "."
+        # "module_0042.jit_forward.": the module number alone is shared with helper modules
+        # of another backend (a TPU run also dumps CPU modules).
+        module_prefix = ".".join(os.path.basename(main).split(".")[:2]) + "."
         keep = [p for p in glob.glob(os.path.join(tmp, module_prefix + "*.txt"))
                 if full or p.endswith(("-buffer-assignment.txt", "-live-range.txt",
                                        "after_optimizations.txt"))]

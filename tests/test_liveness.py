@@ -203,6 +203,20 @@ def test_tpu_figures_are_reported_apart() -> None:
     assert f.other_memory_spaces["S(3)"] > 10_000_000
 
 
+def test_tpu_temp_includes_more_than_buffer_assignment() -> None:
+    """On TPU, memory_analysis() temp is more than the preallocated temp of XLA's own buffer
+    assignment (compiler scratch the HLO does not show): measured on layer_norm, tpu-v3."""
+    d = fixture_path("dumps", "tpu_layer_norm")
+    (ba,) = glob.glob(f"{d}/*after_optimizations-buffer-assignment.txt")
+    (post,) = glob.glob(f"{d}/*after_optimizations.txt")
+    temp = sum(a.size for a in read_buffer_assignment(open(ba).read()) if a.kind == TEMP)
+    with open(f"{d}/memory_analysis.json") as f:
+        reported = json.load(f)["temp_size_in_bytes"]
+    assert (temp, reported) == (20_480, 57_344)
+    # hloscope's packing of the same module: two 4 KiB values live at once.
+    assert analyze(hloscope.parse_file(post), "tpu").figures.temp_packed_bytes == 8_192
+
+
 # Per dump: how many values hloscope puts in another class than XLA (measured; on the bf16 and
 # no-fusion steps these are equal-size values that swap between the heap and an output
 # allocation, the totals still agree), and whether the temp totals agree.
