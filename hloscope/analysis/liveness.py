@@ -346,7 +346,9 @@ def _class_of(v: Value, instr_opcode: str, is_entry_param: bool, live_out: bool)
 
 
 class _Slot:
-    """An allocation being filled: members kept sorted by start for overlap queries."""
+    """An allocation being filled: members kept sorted by start for overlap queries. While the
+    members only touch (one's end is the next one's start, a handoff), their ends are sorted
+    too, and a query looks at the last few members before it only."""
 
     def __init__(self, sid: int, cls: str, size: int) -> None:
         self.id = sid
@@ -354,9 +356,13 @@ class _Slot:
         self.size = size
         self.starts: list[int] = []
         self.members: list[Value] = []
+        self.disjoint = True
 
     def add(self, v: Value) -> None:
         k = bisect.bisect_right(self.starts, v.start)
+        if self.disjoint and ((k > 0 and self.members[k - 1].end > v.start) or
+                              (k < len(self.members) and self.members[k].start < v.end)):
+            self.disjoint = False  # e.g. a loop's state values, which overlap by design
         self.starts.insert(k, v.start)
         self.members.insert(k, v)
 
@@ -365,7 +371,14 @@ class _Slot:
         one's instruction takes over the earlier one's buffer at its last use (``handoff``),
         do not."""
         k = bisect.bisect_right(self.starts, v.end)
-        for w in self.members[:k]:
+        candidates = self.members[:k]
+        if self.disjoint:
+            candidates = []
+            j = k - 1
+            while j >= 0 and self.members[j].end >= v.start:
+                candidates.append(self.members[j])
+                j -= 1
+        for w in candidates:
             if w.end >= v.start:
                 if w.end == v.start and handoff(w, v):
                     continue
