@@ -125,24 +125,3 @@ def pack(intervals: list[Interval], alignment: int = 1) -> Placement:
             best = Placement(offsets, heap, name)
     assert best is not None
     return best
-
-
-def sweep_peak(ranges: list[tuple[int, int, int]]) -> tuple[int, int]:
-    """(peak bytes, first step at the peak) of inclusive (start, end, bytes) ranges."""
-    events: list[tuple[int, int]] = []
-    for s, e, b in ranges:
-        events.append((s, b))
-        events.append((e + 1, -b))
-    events.sort()
-    live = peak = 0
-    step = 0
-    i = 0
-    while i < len(events):
-        t = events[i][0]
-        while i < len(events) and events[i][0] == t:
-            live += events[i][1]
-            i += 1
-        if live > peak:
-            peak, step = live, t
-    return peak, step
-

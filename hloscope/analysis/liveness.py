@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from hloscope.analysis.backends import Backend, backend_for
-from hloscope.analysis.heap import Interval, pack, sweep_peak
+from hloscope.analysis.heap import Interval, pack
 from hloscope.hlo.ir import Computation, Instruction, Module
 from hloscope.hlo.shape import Shape
 from hloscope.hlo.transform import post_order_schedule
@@ -531,17 +531,18 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                            placement.offsets.get(s.id, -1)) for s in slots)
 
     # Timeline of the temp heap: a slot is live during each member's range.
-    ranges = [(m.start, m.end, s.size) for s in heap_slots for m in _merged(s.members)]
     diff = [0] * (end + 2)
-    for s_, e_, size in ranges:
-        diff[s_] += size
-        diff[e_ + 1] -= size
+    for s in heap_slots:
+        for start, stop in _occupied(s.members):
+            diff[start] += s.size
+            diff[stop + 1] -= s.size
     timeline: list[int] = []
     live = 0
     for t in range(end):
         live += diff[t]
         timeline.append(live)
-    peak, peak_step = sweep_peak(ranges) if ranges else (0, 0)
+    peak = max(timeline, default=0)
+    peak_step = timeline.index(peak) if peak else 0
     at_peak = [m for s in slots if s.cls in (TEMP, OUTPUT) for m in s.members
                if m.start <= peak_step <= m.end and not m.is_table
                and (s.cls == TEMP or m.id not in live_out)]
@@ -576,17 +577,15 @@ def _post_order_positions(module: Module) -> dict[tuple[str, str], int]:
     return out
 
 
-def _merged(members: list[Value]) -> list[Value]:
-    """Members with touching ranges (a handoff) counted once at the shared step."""
-    out: list[Value] = []
+def _occupied(members: list[Value]) -> list[tuple[int, int]]:
+    """The steps a buffer is occupied, members in start order: a step two members share (a
+    handoff) counts once."""
+    out: list[tuple[int, int]] = []
     last_end = -1
     for m in members:
-        if m.start <= last_end:
-            m = Value(m.id, m.instruction, m.computation, m.index, m.shape, m.logical_bytes,
-                      m.padded_bytes, m.size, last_end + 1, m.end, m.memory_space, m.is_table)
-            if m.start > m.end:
-                continue
-        out.append(m)
+        start = max(m.start, last_end + 1)
+        if start <= m.end:
+            out.append((start, m.end))
         last_end = max(last_end, m.end)
     return out
 
