@@ -152,7 +152,6 @@ def test_a_while_loop_is_flattened_and_its_state_shares_one_buffer() -> None:
 # docs/memory-model.md explains each. They are strict xfails: fixing one shows up.
 KNOWN_GAPS = {
     "gpu-h100/bert_layer_train_step.nofusion.post.hlo": 1.018,
-    "gpu-h100/convnet_train_step.post.hlo": 1.166,
 }
 
 
@@ -223,7 +222,7 @@ def test_tpu_temp_includes_more_than_buffer_assignment() -> None:
 CLASS_DUMPS = {"cpu_bert_layer_forward": (0, True), "cpu_scan_rnn_forward": (0, True),
                "cpu_bert_layer_bf16_train_step": (4, True),
                "cpu_bert_layer_train_step_nofusion": (58, True),
-               "gpu_bert_layer_train_step": (0, True), "gpu_convnet_train_step": (0, False)}
+               "gpu_bert_layer_train_step": (0, True), "gpu_convnet_train_step": (0, True)}
 
 
 @pytest.mark.parametrize("name", sorted(CLASS_DUMPS))

@@ -477,8 +477,15 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             if tree is None or () not in tree:
                 continue
             u = values[tree[()]]
-            # The consumer must read the defining instruction itself, not a view of it.
-            if u.instruction != op or u.computation != v.computation or u.index != ():
+            # The consumer must read the defining instruction itself, or one element of a
+            # multi-output fusion's tuple (measured on the gpu ConvNet dump), not a bitcast of
+            # it nor a while loop's result.
+            via = instr_at.get((v.computation, op))
+            direct = u.instruction == op and u.index == ()
+            element = via is not None and via.opcode == "get-tuple-element" and \
+                via.operands[0] == u.instruction and u.index == (via.tuple_index,) and \
+                instr_at[(u.computation, u.instruction)].opcode == "fusion"
+            if u.computation != v.computation or not (direct or element):
                 continue
             if u.end != v.start:
                 continue
