@@ -136,6 +136,7 @@ def capture_tf() -> None:
 DUMPS = [("cpu", "bert_layer", "forward", ""), ("cpu", "scan_rnn", "forward", ""),
          ("cpu", "small_models", "bert_layer_bf16_train_step", ""),
          ("cpu", "bert_layer", "train_step", "nofusion"),
+         ("cpu", "small_models", "dropout_mlp", ""),
          ("gpu-h100", "bert_layer", "train_step", ""),
          ("gpu-h100", "small_models", "convnet_train_step", ""),
          ("tpu-v3", "small_models", "layer_norm", "")]
