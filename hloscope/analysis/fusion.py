@@ -89,7 +89,20 @@ class FusionCluster:
     children: tuple[str, ...] = ()
 
 
-def _source(module: Module, instr: Instruction) -> str:
+def _source(module: Module, instr: Instruction,
+            frames: Optional[dict[int, str]] = None) -> str:
+    """``file:line`` of an instruction; ``frames`` (one per module) keeps the text of each
+    stack frame id, which thousands of ops share."""
+    md = instr.metadata
+    if frames is not None and md is not None and md.stack_frame_id:
+        hit = frames.get(md.stack_frame_id)
+        if hit is None:
+            hit = frames[md.stack_frame_id] = _location_text(module, instr)
+        return hit
+    return _location_text(module, instr)
+
+
+def _location_text(module: Module, instr: Instruction) -> str:
     loc = module.source_location(instr)
     if loc is None or not loc.file:
         return ""
@@ -102,7 +115,8 @@ def _scope(instr: Instruction) -> str:
 
 
 def value_ref(module: Module, instr: Instruction,
-              cache: Optional[dict[int, ValueRef]] = None) -> ValueRef:
+              cache: Optional[dict[int, ValueRef]] = None,
+              frames: Optional[dict[int, str]] = None) -> ValueRef:
     """What a cluster says about one value; ``cache`` (by instruction identity) spares the
     work for operands that many fusions read."""
     if cache is not None:
@@ -110,7 +124,7 @@ def value_ref(module: Module, instr: Instruction,
         if hit is not None:
             return hit
     ref = ValueRef(instr.name, instr.opcode, str(instr.shape), instr.shape.total_logical_bytes,
-                   instr.shape.total_padded_bytes, _scope(instr), _source(module, instr))
+                   instr.shape.total_padded_bytes, _scope(instr), _source(module, instr, frames))
     if cache is not None:
         cache[id(instr)] = ref
     return ref
@@ -155,7 +169,7 @@ def find_hero(fused: Computation) -> Instruction:
 
 
 def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Optional[str],
-             cache: dict[int, ValueRef],
+             cache: dict[int, ValueRef], frames: dict[int, str],
              children: tuple[str, ...]) -> FusionCluster:
     fused = module.computation(instr.called_computations[0])
     outputs = fusion_outputs(fused)
@@ -169,15 +183,16 @@ def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Opti
         if i.opcode != "parameter":
             if (s := _scope(i)):
                 scopes[s] = None
-            if (src := _source(module, i)):
+            if (src := _source(module, i, frames)):
                 lines[src] = None
         if i.opcode in VIEW_OPCODES or i.opcode in ("parameter", "constant") or \
                 i.name in output_names:
             continue
-        intermediates.append(value_ref(module, i))
+        intermediates.append(value_ref(module, i, None, frames))
     hero = find_hero(fused)
-    inputs = tuple(value_ref(module, comp.instruction(op), cache) for op in instr.operands)
-    outs = tuple(value_ref(module, o) for o in outputs)
+    inputs = tuple(value_ref(module, comp.instruction(op), cache, frames)
+                   for op in instr.operands)
+    outs = tuple(value_ref(module, o, None, frames) for o in outputs)
     return FusionCluster(
         name=instr.name, computation=comp.name, fused_computation=fused.name,
         kind=instr.fusion_kind.value if instr.fusion_kind else "",
@@ -196,7 +211,7 @@ def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Opti
         input_bytes=sum(v.logical_bytes for v in inputs),
         output_bytes=sum(v.logical_bytes for v in outs),
         scopes=tuple(scopes), source_lines=tuple(lines),
-        op_name=_scope(instr), source=_source(module, instr),
+        op_name=_scope(instr), source=_source(module, instr, frames),
         parent=parent, children=children)
 
 
@@ -217,12 +232,13 @@ def fusion_clusters(module: Module) -> tuple[FusionCluster, ...]:
                     nested.setdefault(owner[comp.name], []).append(instr.name)
     out: list[FusionCluster] = []
     cache: dict[int, ValueRef] = {}
+    frames: dict[int, str] = {}
     for comp in module.computations:
         fusions = [i for i in comp.instructions if i.opcode == "fusion" and i.called_computations]
         if not fusions:
             continue
         for instr in fusions:
-            out.append(_cluster(module, comp, instr, owner.get(comp.name), cache,
+            out.append(_cluster(module, comp, instr, owner.get(comp.name), cache, frames,
                                 tuple(nested.get(instr.name, ()))))
     return tuple(out)
 
@@ -316,6 +332,8 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
                 fused_owner.setdefault(instr.called_computations[0], instr.name)
     # (A nested fusion's ops are credited to the nested fusion; its parent is in the clusters.)
     top_level = {c.name for c, _ in program_computations(post)}
+    pre_frames: dict[int, str] = {}
+    post_frames: dict[int, str] = {}
     top_keys: set[tuple[str, str]] = set()
     top_names: set[str] = set()
     top_shapes: dict[tuple[str, str], list[str]] = {}
@@ -329,7 +347,7 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
             continue
         for instr in comp.instructions:
             name = instr.metadata.op_name if instr.metadata else ""
-            key = (name, _source(post, instr))
+            key = (name, _source(post, instr, post_frames))
             if is_top:
                 if instr.opcode != "fusion":
                     top_shapes.setdefault(_dims_key(instr), []).append(name)
@@ -353,7 +371,7 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
                 # Views and a callee's parameters name another value: no op of their own.
                 continue
             raw = instr.metadata.op_name if instr.metadata else ""
-            src = _source(pre, instr)
+            src = _source(pre, instr, pre_frames)
             fusions: Iterable[str] = ()
             if raw:
                 full = _compose(prefix, raw)

@@ -74,8 +74,10 @@ class Shape:
     dynamic_dimensions: tuple[bool, ...] = ()
     layout: Optional[Layout] = None
     tuple_shapes: tuple["Shape", ...] = ()
-    # The printed text, made once on first use (analyses print many shapes many times).
+    # The printed text and the logical size, made once on first use (analyses ask for both
+    # many times).
     _text: str = field(default="", compare=False, repr=False, hash=False)
+    _bytes: int = field(default=-1, compare=False, repr=False, hash=False)
 
     @property
     def is_tuple(self) -> bool:
@@ -108,13 +110,18 @@ class Shape:
         A tuple owns only its index table (one pointer per element); its elements are buffers
         of their own. Sub-byte types are packed, rounded up to a whole byte.
         """
+        if self._bytes >= 0:
+            return self._bytes
         if self.is_tuple:
-            return POINTER_BYTES * len(self.tuple_shapes)
-        if self.element_type == "token":
-            return 0
-        if self.element_type == "opaque":
-            return POINTER_BYTES
-        return (self.element_count * self.element_bits + 7) // 8
+            n = POINTER_BYTES * len(self.tuple_shapes)
+        elif self.element_type == "token":
+            n = 0
+        elif self.element_type == "opaque":
+            n = POINTER_BYTES
+        else:
+            n = (self.element_count * self.element_bits + 7) // 8
+        object.__setattr__(self, "_bytes", n)
+        return n
 
     @property
     def padded_bytes(self) -> int:
