@@ -184,6 +184,28 @@ def test_graph_keeps_every_operand_use(chain) -> None:
     assert reducer.graph["computation"] == "max_f32" and set(reducer) == {"a", "b", "m"}
 
 
+@pytest.mark.parametrize("path", [fixture_path("gpu-h100", "bert_layer_train_step.post.hlo"),
+                                  fixture_path("handwritten", "syntax_zoo.hlo")],
+                         ids=fixture_id)
+def test_graph_equals_the_one_networkx_builds(path: str) -> None:
+    """computation_graph fills networkx's structure directly; it must be the graph the public
+    API builds from the same nodes and edges."""
+    import networkx as nx
+    m = hloscope.parse_file(path)
+    for comp in m.computations:
+        g = computation_graph(comp)
+        ref = nx.MultiDiGraph(computation=comp.name)
+        ref.add_nodes_from(g.nodes(data=True))
+        for i in comp:
+            for k, op in enumerate(i.operands):
+                ref.add_edge(op, i.name, k, operand_index=k)
+            for p in i.control_predecessors:
+                if p in comp:
+                    ref.add_edge(p, i.name, f"ctrl:{p}", control=True)
+        assert nx.utils.graphs_equal(g, ref)
+        assert list(g.predecessors(comp.root.name)) == list(ref.predecessors(comp.root.name))
+
+
 def test_trim_scope() -> None:
     assert trim_scope("jit(train_step)/jvp(layer)/softmax/exp") == "jvp(layer)/softmax/exp"
     assert trim_scope("bert/dense/MatMul") == "bert/dense/MatMul"

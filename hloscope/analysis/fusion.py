@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from hloscope.analysis.graph import computation_graph, users
+from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Computation, Instruction, Module
 
 # Instructions that define no value of their own: they name (part of) another value.
@@ -180,15 +181,20 @@ def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Opti
     scopes: dict[str, None] = {}
     lines: dict[str, None] = {}
     for i in fused.instructions:
-        if i.opcode != "parameter":
-            if (s := _scope(i)):
-                scopes[s] = None
-            if (src := _source(module, i, frames)):
-                lines[src] = None
-        if i.opcode in VIEW_OPCODES or i.opcode in ("parameter", "constant") or \
-                i.name in output_names:
+        op = i.opcode
+        if op == "parameter":
             continue
-        intermediates.append(value_ref(module, i, None, frames))
+        sc = _scope(i)
+        src = _source(module, i, frames)
+        if sc:
+            scopes[sc] = None
+        if src:
+            lines[src] = None
+        if op in VIEW_OPCODES or op == "constant" or i.name in output_names:
+            continue
+        shape = i.shape
+        intermediates.append(ValueRef(i.name, op, str(shape), shape.total_logical_bytes,
+                                      shape.total_padded_bytes, sc, src))
     hero = find_hero(fused)
     inputs = tuple(value_ref(module, comp.instruction(op), cache, frames)
                    for op in instr.operands)
@@ -215,6 +221,7 @@ def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Opti
         parent=parent, children=children)
 
 
+@gc_paused
 def fusion_clusters(module: Module) -> tuple[FusionCluster, ...]:
     """Every fusion of the module as a cluster, in module order (a nested fusion after the
     fusion whose computation holds it is not guaranteed: follow ``parent``)."""
@@ -317,6 +324,7 @@ def _dims_key(instr: Instruction) -> tuple[str, str]:
     return instr.opcode, instr.shape.format(layout=False)
 
 
+@gc_paused
 def pre_post_map(pre: Module, post: Module) -> PrePostMap:
     """Classify every value-defining pre-optimization instruction of the program computations
     (views such as tuple and get-tuple-element are left out): *materialized*

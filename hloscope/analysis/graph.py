@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import networkx as nx
 
+from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Computation, Instruction, Module
 
 
@@ -33,12 +34,28 @@ def computation_graph(comp: Computation) -> "nx.MultiDiGraph[str]":
     text (schedule) order; edge ``(operand, user, index)`` has attribute ``operand_index``.
     Control predecessors are edges too, with ``control=True`` and no operand index."""
     g: nx.MultiDiGraph[str] = nx.MultiDiGraph(computation=comp.name)
-    g.add_nodes_from((i.name, node_attributes(i)) for i in comp.instructions)
-    g.add_edges_from((op, i.name, k, {"operand_index": k})
-                     for i in comp.instructions for k, op in enumerate(i.operands))
-    g.add_edges_from((pred, i.name, f"ctrl:{pred}", {"control": True})
-                     for i in comp.instructions for pred in i.control_predecessors
-                     if pred in comp)
+    # Filled through networkx's documented adjacency structure (node → attributes, succ and
+    # pred dicts sharing one key → attributes dict per pair), which is what add_edges_from
+    # builds too, at a third of the cost: a BERT-Large step has 3,700 computations.
+    node, succ, pred = g._node, g._succ, g._pred
+    for instr in comp.instructions:
+        node[instr.name] = node_attributes(instr)
+        succ[instr.name] = {}
+        pred[instr.name] = {}
+
+    def edge(u: str, v: str, key: object, attrs: dict[str, Any]) -> None:
+        keys = succ[u].get(v)
+        if keys is None:
+            keys = succ[u][v] = {}
+            pred[v][u] = keys
+        keys[key] = attrs
+
+    for instr in comp.instructions:
+        for k, op in enumerate(instr.operands):
+            edge(op, instr.name, k, {"operand_index": k})
+        for p in instr.control_predecessors:
+            if p in comp:
+                edge(p, instr.name, f"ctrl:{p}", {"control": True})
     return g
 
 
@@ -57,6 +74,7 @@ def users(g: "nx.MultiDiGraph[str]", name: str) -> list[str]:
     return list(seen)
 
 
+@gc_paused
 def module_graph(module: Module, computation: Optional[str] = None) -> "nx.MultiDiGraph[str]":
     """The entry computation (or ``computation``) as a graph, nested: a fusion node carries its
     fused computation's graph as ``fused_graph``; every node that calls computations (while

@@ -19,6 +19,7 @@ from typing import Callable, Optional
 
 from hloscope.analysis.backends import Backend, backend_for
 from hloscope.analysis.heap import Interval, pack
+from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Computation, Instruction, Module
 from hloscope.hlo.shape import Shape
 from hloscope.hlo.transform import post_order_schedule
@@ -305,6 +306,7 @@ class _Builder:
         self.trees[(comp.name, instr.name)] = tree
 
 
+@gc_paused
 def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis:
     """Values, buffers, live ranges, timeline, peak and packing of an optimized module."""
     be = backend if isinstance(backend, Backend) else backend_for(module, backend)

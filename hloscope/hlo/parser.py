@@ -7,12 +7,12 @@ column, what was expected and what was found. A module is returned whole or not 
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 from typing import Optional, Union
 
 from hloscope.hlo import attributes as attrs
+from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import (
     COMPUTATION_ATTRIBUTES,
     Attribute,
@@ -110,29 +110,21 @@ def tokenize(text: str, pos: int = 0,
     return kinds, values, starts
 
 
+@gc_paused  # see gcpause: without it, parse time grew faster than the text
 def parse(text: Union[str, bytes], source: str = "<string>") -> Module:
     """Parse HLO text into a Module. Raises HloParseError on any malformed input."""
     if isinstance(text, bytes):
         text = _decode(text, source)
-    # The parser allocates hundreds of thousands of small objects and no reference cycles, so
-    # the cyclic collector would only rescan the growing module again and again (which makes
-    # parse time grow faster than the text). It is switched off while parsing.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
+    parser = _Parser(text, source, window=WINDOW)
     try:
-        parser = _Parser(text, source, window=WINDOW)
-        try:
-            return parser.module()
-        except (HloParseError, IndexError):
-            if not parser.windowed:
-                raise
-        # The text was read through a window of tokens, and something failed. Read it again
-        # whole: that gives the error its exact position, and accepts the rare construct that
-        # spans lines across a window's edge.
-        return _Parser(text, source, window=0).module()
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+        return parser.module()
+    except (HloParseError, IndexError):
+        if not parser.windowed:
+            raise
+    # The text was read through a window of tokens, and something failed. Read it again
+    # whole: that gives the error its exact position, and accepts the rare construct that
+    # spans lines across a window's edge.
+    return _Parser(text, source, window=0).module()
 
 
 # Text tokenized at a time. A window always ends at a line end and is refilled between

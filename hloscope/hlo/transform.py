@@ -12,6 +12,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
+from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Attribute, Computation, Instruction, Module
 from hloscope.hlo.shape import Shape
 
@@ -189,6 +190,7 @@ class _Expander:
         return Computation(comp.name, final, comp.is_entry, comp.execution_thread)
 
 
+@gc_paused
 def unfuse(module: Module) -> Unfused:
     """Every fusion expanded into its ops in the calling computation. Names stay unique (an
     expanded op that would clash gets ``.unfused``); the fusion's root takes the fusion's name,
@@ -321,6 +323,7 @@ SCHEDULERS: dict[str, Scheduler] = {
     "list": list_schedule}
 
 
+@gc_paused
 def reschedule(module: Module, scheduler: Scheduler,
                computations: Optional[Iterable[str]] = None) -> Module:
     """The module with each computation (or those named) in the scheduler's order."""
