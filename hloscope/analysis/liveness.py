@@ -372,20 +372,21 @@ class _Slot:
         """Does ``v`` overlap a member in time? Two values that only touch, where the later
         one's instruction takes over the earlier one's buffer at its last use (``handoff``),
         do not."""
-        k = bisect.bisect_right(self.starts, v.end)
-        candidates = self.members[:k]
+        vs, ve = v.start, v.end
+        members = self.members
+        k = bisect.bisect_right(self.starts, ve)
         if self.disjoint:
-            candidates = []
-            j = k - 1
-            while j >= 0 and self.members[j].end >= v.start:
-                candidates.append(self.members[j])
-                j -= 1
-        for w in candidates:
-            if w.end >= v.start:
-                if w.end == v.start and handoff(w, v):
-                    continue
-                if v.end == w.start and handoff(v, w):
-                    continue
+            # Ends are sorted too: walk back from the last member starting before v ends.
+            for j in range(k - 1, -1, -1):
+                w = members[j]
+                if w.end < vs:
+                    return False
+                if not ((w.end == vs and handoff(w, v)) or (ve == w.start and handoff(v, w))):
+                    return True
+            return False
+        for w in members[:k]:
+            if w.end >= vs and not ((w.end == vs and handoff(w, v)) or
+                                    (ve == w.start and handoff(v, w))):
                 return True
         return False
 
