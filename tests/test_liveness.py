@@ -202,6 +202,22 @@ def test_tpu_figures_are_reported_apart() -> None:
     assert f.other_memory_spaces["S(3)"] > 10_000_000
 
 
+@pytest.mark.parametrize("name", ["cpu_bert_layer_forward", "cpu_scan_rnn_forward",
+                                  "cpu_bert_layer_bf16_train_step", "gpu_bert_layer_train_step",
+                                  "gpu_convnet_train_step", "tpu_layer_norm"])
+def test_thread_local_allocations_match_the_dump(name: str) -> None:
+    """Reducers' scalars (XLA's thread-local class): one allocation per instruction of each
+    applied computation, constants apart, counted and sized as the dump lists them."""
+    d = fixture_path("dumps", name)
+    (ba,) = glob.glob(f"{d}/*after_optimizations-buffer-assignment.txt")
+    (post,) = glob.glob(f"{d}/*after_optimizations.txt")
+    local = [a for a in read_buffer_assignment(open(ba).read()) if a.kind == "thread-local"]
+    f = analyze(hloscope.parse_file(post), name.split("_")[0]).figures
+    assert (f.thread_local_count, f.thread_local_bytes) == (len(local),
+                                                            sum(a.size for a in local))
+    assert f.thread_local_count > 0
+
+
 def test_tpu_temp_includes_more_than_buffer_assignment() -> None:
     """On TPU, memory_analysis() temp is more than the preallocated temp of XLA's own buffer
     assignment (compiler scratch the HLO does not show): measured on layer_norm, tpu-v3."""

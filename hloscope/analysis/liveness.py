@@ -19,6 +19,7 @@ from typing import Callable, Optional
 
 from hloscope.analysis.backends import Backend, backend_for
 from hloscope.analysis.heap import Interval, pack
+from hloscope.analysis.summary import computation_roles
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Computation, Instruction, Module
 from hloscope.hlo.shape import Shape
@@ -96,6 +97,8 @@ class MemoryFigures:
     value_count: int
     live_at_peak: tuple[LiveValue, ...]
     other_memory_spaces: dict[str, int]  # S(n) → bytes, not counted as device temp
+    thread_local_count: int = 0  # XLA's thread-local allocations: reducers' scalars, not temp
+    thread_local_bytes: int = 0
     heap_order: str = ""
     eliminated: "Eliminated" = field(default_factory=lambda: Eliminated(0, 0))
 
@@ -563,6 +566,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                                    TEMP if slot_of[group_of[m.id]].cls == TEMP
                                    else "temp-in-output", m.shape, m.size, m.op_name, m.source)
                          for m in at_peak)
+    thread_local = _thread_local_sizes(module, be)
     by_cls: dict[str, int] = {}
     for s in slots:
         if s.cls != TEMP:
@@ -575,7 +579,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         peak_step=peak_step,
         peak_instruction=schedule[peak_step][1].name if 0 <= peak_step < end else "",
         buffer_count=len(buffers), value_count=len(values), live_at_peak=live_at_peak,
-        other_memory_spaces=other_spaces, heap_order=placement.order)
+        other_memory_spaces=other_spaces, heap_order=placement.order,
+        thread_local_count=len(thread_local), thread_local_bytes=sum(thread_local))
     return Analysis(module, be, schedule, values, buffers, figures, tuple(timeline))
 
 
@@ -586,6 +591,18 @@ def _post_order_positions(module: Module) -> dict[tuple[str, str], int]:
         for instr in post_order_schedule(comp):
             out[(comp.name, instr.name)] = len(out)
     return out
+
+
+def _thread_local_sizes(module: Module, be: Backend) -> list[int]:
+    """One allocation per instruction of each computation an op applies to elements (a
+    reduce's or sort's ``to_apply``, also inside fusions): XLA's thread-local class, counted
+    apart from temp (measured: the dumps list exactly these)."""
+    roles = computation_roles(module)
+    return [(i.shape.padded_bytes if be.padded_sizes else i.shape.logical_bytes)
+            for c in module.computations if roles[c.name] == "applied"
+            # constants have allocations of their own; a tuple owns its table here too
+            for i in c.instructions if i.opcode not in ("bitcast", "get-tuple-element",
+                                                        "constant")]
 
 
 def _occupied(members: list[Value]) -> list[tuple[int, int]]:

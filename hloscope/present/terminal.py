@@ -110,6 +110,7 @@ def render_memory(r: MemoryReport, top: int = 10, by: str = "scope") -> str:
     row("parameters", [f.parameter_bytes for _, f in cols])
     row("outputs", [f.output_bytes for _, f in cols])
     row("constants", [f.constant_bytes for _, f in cols])
+    row("thread-local", [f.thread_local_bytes for _, f in cols])
     row("temp peak (sum live)", [f.temp_peak_bytes for _, f in cols])
     row("temp packed", [f.temp_packed_bytes for _, f in cols])
     rows.append(("peak step", *(f"{f.peak_step} ({f.peak_instruction})" for _, f in cols)))
