@@ -103,8 +103,9 @@ def fusions(file: str, pre_file: Optional[str], as_json: bool, sort_by: str, top
 @click.argument("file", type=click.Path(allow_dash=True, dir_okay=False))
 @click.option("--pre", "pre_file", type=click.Path(dir_okay=False),
               help="The pre-optimization HLO of the same program: adds the eager figure.")
-@click.option("--backend", type=click.Choice(["cpu", "gpu", "tpu"]),
-              help="Whose buffer-assignment rules to apply (default: read from the module).")
+@click.option("--backend", type=click.Choice(["cpu", "gpu", "tpu", "tpu-v4"]),
+              help="Whose buffer-assignment rules to apply (default: read from the module; "
+                   "tpu means v2/v3, whose tuple tables count as temp).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Rows of the live-at-peak and eliminated tables.")

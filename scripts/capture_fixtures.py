@@ -139,7 +139,8 @@ DUMPS = [("cpu", "bert_layer", "forward", ""), ("cpu", "scan_rnn", "forward", ""
          ("cpu", "small_models", "dropout_mlp", ""),
          ("gpu-h100", "bert_layer", "train_step", ""),
          ("gpu-h100", "small_models", "convnet_train_step", ""),
-         ("tpu-v3", "small_models", "layer_norm", "")]
+         ("tpu-v3", "small_models", "layer_norm", ""),
+         ("tpu-v3", "bert_layer", "forward", ""), ("tpu-v3", "bert_layer", "train_step", "")]
 
 
 def dump_child(out_dir: str, target: str, model: str, entry: str) -> None:

@@ -18,7 +18,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from hloscope.analysis.backends import BACKENDS  # noqa: E402
+from hloscope.analysis.backends import backend_for  # noqa: E402
 from hloscope.analysis.liveness import analyze  # noqa: E402
 from hloscope.analysis.memory import unfused_analysis  # noqa: E402
 from hloscope.hlo.parser import parse_file  # noqa: E402
@@ -60,7 +60,8 @@ def unfused_table() -> str:
                                                 "*.nofusion*.post.hlo"))):
             base, variant = os.path.basename(nf)[:-len(".post.hlo")].split(".", 1)
             post = os.path.join(ROOT, "fixtures", target, base + ".post.hlo")
-            a, _, schedule = unfused_analysis(parse_file(post), BACKENDS[target.split("-")[0]])
+            module = parse_file(post)
+            a, _, schedule = unfused_analysis(module, backend_for(module, target))
             ours, xla = a.figures.temp_packed_bytes, _xla(nf)
             rows.append(f"| {base} | {target} | {variant} | {xla:,} | {ours:,} ({schedule}) | "
                         f"{_ratio(ours, xla)} |")

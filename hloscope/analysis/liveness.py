@@ -539,7 +539,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     top = heap
     # Smallest first (measured: the gpu dumps place a 40-byte table after the 16-byte ones).
     for size in sorted(table_sizes):
-        top = -(-top // be.alignment) * be.alignment + size
+        step = be.table_alignment or be.alignment
+        top = -(-top // step) * step + max(size, be.table_min_size)
     tables = top - heap
     buffers = tuple(Buffer(s.id, s.cls, s.size, tuple(m.id for m in s.members),
                            placement.offsets.get(s.id, -1)) for s in slots)

@@ -31,6 +31,7 @@ class DumpAllocation:
     size: int
     kind: str  # parameter, output, constant, thread-local, temp
     values: tuple[DumpValue, ...]
+    color: int = 0  # the memory space (TPU: S(n)); 0 is device memory
 
 
 def _kind(text: str) -> str:
@@ -49,18 +50,20 @@ def _kind(text: str) -> str:
 
 def read_buffer_assignment(text: str) -> tuple[DumpAllocation, ...]:
     out: list[DumpAllocation] = []
-    head: tuple[int, int, str] | None = None
+    head: tuple[int, int, str, int] | None = None
     values: list[DumpValue] = []
 
     def close() -> None:
         if head is not None:
-            out.append(DumpAllocation(head[0], head[1], head[2], tuple(values)))
+            out.append(DumpAllocation(head[0], head[1], head[2], tuple(values), head[3]))
 
     for line in text.splitlines():
         m = _ALLOCATION.match(line)
         if m:
             close()
-            head = (int(m.group(1)), int(m.group(2)), _kind(m.group(3)))
+            color = re.search(r"\bcolor (\d+)", m.group(3))
+            head = (int(m.group(1)), int(m.group(2)), _kind(m.group(3)),
+                    int(color.group(1)) if color else 0)
             values = []
             continue
         v = _VALUE.match(line)
