@@ -191,6 +191,15 @@ def test_known_gaps_stay_where_they_were_measured(rel: str, ratio: float) -> Non
                                                                                    abs=0.002)
 
 
+def test_the_backend_is_read_from_the_module() -> None:
+    from hloscope.analysis.backends import backend_for
+    names = {t: {backend_for(hloscope.parse_file(p)).name
+                 for p in glob.glob(os.path.join(FIXTURES, t, "bert_layer_*.post.hlo"))}
+             for t in ("cpu", "gpu-h100", "tpu-v3", "tpu-v4")}
+    assert names == {"cpu": {"cpu"}, "gpu-h100": {"gpu"}, "tpu-v3": {"tpu"},
+                     "tpu-v4": {"tpu-v4"}}
+
+
 def test_tpu_figures_are_reported_apart() -> None:
     # TPU v4 moves BERT's working set into on-chip memory S(3): XLA reports HBM temp 0, and so
     # does hloscope, with the S(3) bytes reported beside it, not added.

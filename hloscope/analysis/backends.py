@@ -232,20 +232,26 @@ EAGER = Backend("eager", 1, never_share, padded_sizes=False, count_tuple_tables=
 
 
 def backend_for(module: Module, name: Optional[str] = None) -> Backend:
-    """The named backend, else the one the module's text shows (tile layouts: tpu; gpu
-    backend configs or Triton fusions: gpu; otherwise cpu)."""
+    """The named backend, else the one the module's text shows: tile layouts are tpu, and
+    tpu-v4 where a value lives in S(3); gpu backend configs or Triton fusions are gpu;
+    otherwise cpu."""
     if name:
         key = name if name in BACKENDS else name.split("-")[0]
         if key not in BACKENDS:
             raise ValueError(f"unknown backend '{name}'; choose one of: {', '.join(BACKENDS)}")
         return BACKENDS[key]
+    tiled = False
     for comp in module.computations:
         for i in comp.instructions:
             lay = i.shape.layout
             if lay is not None and lay.tiles:
-                return BACKENDS["tpu"]
+                tiled = True
+                # S(3), on-chip CMEM, exists on tpu-v4 (its memory-space assignment uses it).
+                if lay.memory_space == 3:
+                    return BACKENDS["tpu-v4"]
             cfg = i.backend_config
-            if isinstance(cfg, dict) and ("operation_queue_id" in cfg or "force_earliest_schedule"
-                                          in cfg or "fusion_backend_config" in cfg):
+            if not tiled and isinstance(cfg, dict) and (
+                    "operation_queue_id" in cfg or "force_earliest_schedule" in cfg
+                    or "fusion_backend_config" in cfg):
                 return BACKENDS["gpu"]
-    return BACKENDS["cpu"]
+    return BACKENDS["tpu"] if tiled else BACKENDS["cpu"]
