@@ -381,26 +381,19 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
             raw = instr.metadata.op_name if instr.metadata else ""
             src = _source(pre, instr, pre_frames)
             fusions: Iterable[str] = ()
-            if raw:
-                full = _compose(prefix, raw)
-                key = (full, src)
-                by_metadata += 1
-                matched = "metadata"
-                if key in top_keys or (key not in fused_keys and full in top_names):
-                    status = MATERIALIZED
-                elif key in fused_keys or full in fused_names:
-                    status = FUSED
-                    fusions = fused_keys.get(key) or fused_names.get(full, set())
+            heir = None if raw else inherited.get((comp.name, instr.name))
+            if raw or heir is not None:
+                if raw:
+                    full, matched = _compose(prefix, raw), "metadata"
+                    by_metadata += 1
                 else:
-                    status = GONE
-            elif (heir := inherited.get((comp.name, instr.name))) is not None:
-                # A literal and its broadcasts carry no op_name of their own: they are part of
-                # the framework op that reads them (JAX emits them in that op's lowering).
-                full = _compose(prefix, heir[0])
-                src = heir[1]
+                    # A literal and its broadcasts carry no op_name of their own: they are
+                    # part of the framework op that reads them (JAX emits them in that op's
+                    # lowering).
+                    assert heir is not None
+                    full, src, matched = _compose(prefix, heir[0]), heir[1], "user metadata"
+                    by_users += 1
                 key = (full, src)
-                by_users += 1
-                matched = "user metadata"
                 if key in top_keys or (key not in fused_keys and full in top_names):
                     status = MATERIALIZED
                 elif key in fused_keys or full in fused_names:
