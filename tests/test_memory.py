@@ -16,7 +16,7 @@ from hloscope.analysis.liveness import TEMP, analyze
 from hloscope.analysis.memory import memory_report, unfused_analysis
 from hloscope.cli import run
 
-from conftest import fixture_path
+from conftest import HLO_FIXTURES, fixture_id, fixture_path
 
 # Unfused estimate (from the fused module) / XLA's no-fusion temp, measured. On gpu the
 # reference is the compile that also leaves dots as plain ops (no cuBLAS epilogue folding).
@@ -183,3 +183,19 @@ def test_liveness_invariants(text: str, backend: str) -> None:
     assert max(a.timeline, default=0) == f.temp_peak_bytes
 
 
+
+
+@pytest.mark.parametrize("path", [p for p in HLO_FIXTURES if "before_optimizations" not in p],
+                         ids=fixture_id)
+def test_memory_report_on_every_fixture(path: str) -> None:
+    """Every captured module (cpu, gpu, tpu; JAX and TF; XLA dumps) gets a report whose figures
+    hold together."""
+    r = memory_report(hloscope.parse_file(path))
+    for f in (r.fused, r.unfused):
+        assert f.temp_packed_bytes >= f.temp_peak_bytes >= 0
+        assert f.parameter_bytes >= 0 and f.output_bytes >= 0
+        assert all(v.bytes >= 0 for v in f.live_at_peak)
+    assert r.eliminated.count == sum(g.count for g in r.eliminated.by_fusion)
+    # Unfused keeps every parameter and output; only temporaries change.
+    assert (r.unfused.parameter_bytes, r.unfused.output_bytes) == (r.fused.parameter_bytes,
+                                                                   r.fused.output_bytes)
