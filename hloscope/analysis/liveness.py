@@ -163,7 +163,8 @@ class _Builder:
         self.module = module
         self.backend = backend
         self.schedule: list[tuple[str, Instruction]] = []
-        self.values: list[dict[str, object]] = []
+        # Per value: (defining computation, instruction, shape index, shape, defining step).
+        self.defs: list[tuple[str, Instruction, Index, Shape, int]] = []
         self.uses: list[int] = []  # last use time per value (-1: none yet)
         self.parent: list[int] = []  # union-find over value ids: values that share storage
         self.trees: dict[tuple[str, str], Tree] = {}
@@ -183,10 +184,8 @@ class _Builder:
 
     # values ----------------------------------------------------------------------------------
     def define(self, comp: str, instr: Instruction, index: Index, shape: Shape, t: int) -> int:
-        vid = len(self.values)
-        size = shape.padded_bytes if self.backend.padded_sizes else shape.logical_bytes
-        self.values.append({"instr": instr, "comp": comp, "index": index, "shape": shape,
-                            "size": size, "start": t})
+        vid = len(self.defs)
+        self.defs.append((comp, instr, index, shape, t))
         self.uses.append(t)
         self.parent.append(vid)
         return vid
@@ -318,24 +317,18 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
     end = len(b.schedule)
     live_out = set(root.values())
     values: list[Value] = []
-    for vid, d in enumerate(b.values):
-        instr = d["instr"]
-        assert isinstance(instr, Instruction)
-        shape = d["shape"]
-        assert isinstance(shape, Shape)
-        start = int(d["start"])  # type: ignore[call-overload]
+    for vid, (comp, instr, index, shape, start) in enumerate(b.defs):
         last = b.uses[vid]
-        is_param = instr.opcode == "parameter" and d["comp"] == module.entry_name
-        if is_param:
+        if instr.opcode == "parameter" and comp == module.entry_name:
             start, last = 0, end
         if vid in live_out:
             last = end
         md = instr.metadata
         loc = module.source_location(instr)
         values.append(Value(
-            vid, instr.name, str(d["comp"]), d["index"], shape.format(),  # type: ignore[arg-type]
-            shape.logical_bytes, shape.padded_bytes, int(d["size"]),  # type: ignore[call-overload]
-            start, last, shape.layout.memory_space if shape.layout else 0, shape.is_tuple,
+            vid, instr.name, comp, index, str(shape), shape.logical_bytes, shape.padded_bytes,
+            shape.padded_bytes if be.padded_sizes else shape.logical_bytes, start, last,
+            shape.layout.memory_space if shape.layout else 0, shape.is_tuple,
             md.op_name if md else "", f"{loc.file}:{loc.line}" if loc and loc.file else ""))
     return _assign(module, be, tuple(b.schedule), tuple(values), b, live_out, end)
 
