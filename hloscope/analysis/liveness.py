@@ -333,7 +333,7 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
     return _assign(module, be, tuple(b.schedule), tuple(values), b, live_out, end)
 
 
-def _class_of(v: Value, instr_opcode: str, is_entry_param: bool, live_out: bool) -> str:
+def _class_of(instr_opcode: str, is_entry_param: bool, live_out: bool) -> str:
     if is_entry_param:
         return PARAMETER
     if instr_opcode == "constant":
@@ -401,7 +401,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         classes = set()
         for v in members:
             instr = instr_at[(v.computation, v.instruction)]
-            classes.add(_class_of(v, instr.opcode, instr.opcode == "parameter" and
+            classes.add(_class_of(instr.opcode, instr.opcode == "parameter" and
                                   v.computation == module.entry_name, v.id in live_out))
         for c in (PARAMETER, CONSTANT, OUTPUT):
             if c in classes:
@@ -426,7 +426,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             if all(v.is_table for v in members):
                 # Temp index tables are not packed: each alias group's table is appended after
                 # the heap at an aligned offset (XLA's "combine temp allocations"; measured in
-                # the cpu and gpu dumps). TPU does not count them.
+                # the cpu, gpu and tpu-v3 dumps). tpu-v4 does not count them.
                 if be.count_tuple_tables:
                     table_sizes.append(max(v.size for v in members))
                 continue
