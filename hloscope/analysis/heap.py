@@ -89,7 +89,8 @@ def _best_fit(busy: list[tuple[int, int]], size: int, alignment: int) -> int:
             gap = lo - start
             if gap >= size and (best_gap is None or gap < best_gap):
                 best_offset, best_gap = start, gap
-        cursor = max(cursor, hi)
+        if hi > cursor:
+            cursor = hi
     if best_offset >= 0:
         return best_offset
     return _align(cursor, alignment)

@@ -355,8 +355,11 @@ class _Slot:
         self.starts: list[int] = []
         self.members: list[Value] = []
         self.disjoint = True
+        self.is_table = False
 
     def add(self, v: Value) -> None:
+        if not self.members:
+            self.is_table = v.is_table
         k = bisect.bisect_right(self.starts, v.start)
         if self.disjoint and ((k > 0 and self.members[k - 1].end > v.start) or
                               (k < len(self.members) and self.members[k].start < v.end)):
@@ -510,14 +513,39 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         found = operand_share(members)
         slot: Optional[_Slot] = found[0] if found else None
         if slot is None and be.temps_in_outputs:
-            for s in output_slots[bisect.bisect_left(output_sizes, size):]:
-                # An array never moves into the output tuple's index table.
-                if s.members[0].is_table:
-                    continue
-                if not (s.conflicts(members[0], handoff) if len(members) == 1 else
-                        any(s.conflicts(m, handoff) for m in members)):
-                    slot = s
-                    break
+            first = bisect.bisect_left(output_sizes, size)
+            if len(members) == 1:
+                v = members[0]
+                vs, ve = v.start, v.end
+                for s in output_slots[first:]:
+                    # An array never moves into the output tuple's index table.
+                    if s.is_table:
+                        continue
+                    if s.disjoint:
+                        # The common case, inlined (about a million queries on a BERT-Large
+                        # step): walk back from the last member starting before v ends.
+                        ms = s.members
+                        j = bisect.bisect_right(s.starts, ve) - 1
+                        while j >= 0:
+                            w = ms[j]
+                            if w.end < vs:
+                                j = -1
+                                break
+                            if not ((w.end == vs and handoff(w, v)) or
+                                    (ve == w.start and handoff(v, w))):
+                                break
+                            j -= 1
+                        if j < 0:
+                            slot = s
+                            break
+                    elif not s.conflicts(v, handoff):
+                        slot = s
+                        break
+            else:
+                for s in output_slots[first:]:
+                    if not s.is_table and not any(s.conflicts(m, handoff) for m in members):
+                        slot = s
+                        break
         if slot is None:
             slot = _Slot(len(slots), TEMP, size)
             slots.append(slot)

@@ -151,11 +151,16 @@ class _Expander:
                         new_name = f"{f.name}.unfused{k}" if k > 1 else f"{f.name}.unfused"
                 taken.add(new_name)
                 local[f.name] = new_name
-                g = dataclasses.replace(f, name=new_name, is_root=f.is_root and instr.is_root,
-                                        operands=tuple(local[o] for o in f.operands),
-                                        control_predecessors=(), attributes=tuple(
-                                            a for a in f.attributes
-                                            if a.key != "control-predecessors"))
+                # The constructor, not dataclasses.replace: this runs once per fused op.
+                g = Instruction(
+                    name=new_name, opcode=f.opcode, shape=f.shape,
+                    operands=tuple(local[o] for o in f.operands),
+                    attributes=f.attributes if f.attribute("control-predecessors") is None
+                    else tuple(a for a in f.attributes if a.key != "control-predecessors"),
+                    is_root=f.is_root and instr.is_root, parameter_number=f.parameter_number,
+                    literal=f.literal, called_computations=f.called_computations,
+                    fusion_kind=f.fusion_kind, metadata=f.metadata,
+                    backend_config=f.backend_config, control_predecessors=())
                 if f.is_root:
                     g = dataclasses.replace(g, attributes=g.attributes + tuple(
                         a for a in instr.attributes if a.key == "control-predecessors"),
