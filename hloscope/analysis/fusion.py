@@ -221,17 +221,22 @@ def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Opti
         parent=parent, children=children)
 
 
-@gc_paused
-def fusion_clusters(module: Module) -> tuple[FusionCluster, ...]:
-    """Every fusion of the module as a cluster, in module order (a nested fusion after the
-    fusion whose computation holds it is not guaranteed: follow ``parent``)."""
-    # Which fusion instruction owns each fused computation, to link nested fusions.
+def fusion_owners(module: Module) -> dict[str, str]:
+    """For each fused computation, the (first) fusion instruction that calls it."""
     owner: dict[str, str] = {}
-    nested: dict[str, list[str]] = {}
     for comp in module.computations:
         for instr in comp.instructions:
             if instr.opcode == "fusion" and instr.called_computations:
                 owner.setdefault(instr.called_computations[0], instr.name)
+    return owner
+
+
+@gc_paused
+def fusion_clusters(module: Module) -> tuple[FusionCluster, ...]:
+    """Every fusion of the module as a cluster, in module order (a nested fusion after the
+    fusion whose computation holds it is not guaranteed: follow ``parent``)."""
+    owner = fusion_owners(module)
+    nested: dict[str, list[str]] = {}
     for comp in module.computations:
         if comp.name in owner:
             for instr in comp.instructions:
@@ -333,11 +338,7 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
     without an op_name takes the op_name of the first op reading it that has one; anything
     else without one falls back to opcode + shape among post-opt instructions of the same
     scope."""
-    fused_owner: dict[str, str] = {}
-    for comp in post.computations:
-        for instr in comp.instructions:
-            if instr.opcode == "fusion" and instr.called_computations:
-                fused_owner.setdefault(instr.called_computations[0], instr.name)
+    fused_owner = fusion_owners(post)
     # (A nested fusion's ops are credited to the nested fusion; its parent is in the clusters.)
     top_level = {c.name for c, _ in program_computations(post)}
     pre_frames: dict[int, str] = {}

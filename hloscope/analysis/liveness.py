@@ -168,7 +168,6 @@ class _Builder:
         self.uses: list[int] = []  # last use time per value (-1: none yet)
         self.parent: list[int] = []  # union-find over value ids: values that share storage
         self.trees: dict[tuple[str, str], Tree] = {}
-        self.spans: dict[str, tuple[int, int]] = {}
 
     # union-find ------------------------------------------------------------------------------
     def find(self, v: int) -> int:
@@ -211,7 +210,6 @@ class _Builder:
             self.schedule.append((comp.name, instr))
             self.trees[(comp.name, instr.name)] = self._tree(comp, instr, params, t, phi)
         end = len(self.schedule) - 1
-        self.spans[comp.name] = (start, max(start, end))
         root = self.trees[(comp.name, comp.root.name)]
         if params is not None:
             # A called computation's root lives until the step after the computation's end:
@@ -219,13 +217,10 @@ class _Builder:
             self.use(root, max(start, end) + 1)
         return root
 
-    def operand_tree(self, comp: str, name: str) -> Tree:
-        return self.trees[(comp, name)]
-
     def _tree(self, comp: Computation, instr: Instruction, params: Optional[list[Tree]],
               t: int, phi: bool) -> Tree:
         op = instr.opcode
-        operands = [self.operand_tree(comp.name, o) for o in instr.operands]
+        operands = [self.trees[(comp.name, o)] for o in instr.operands]
         if op == "parameter":
             n = instr.parameter_number or 0
             if params is not None and n < len(params):
@@ -264,7 +259,7 @@ class _Builder:
         return tree
 
     def _control_flow(self, comp: Computation, instr: Instruction) -> None:
-        operands = [self.operand_tree(comp.name, o) for o in instr.operands]
+        operands = [self.trees[(comp.name, o)] for o in instr.operands]
         called = [self.module.computation(c) for c in instr.called_computations
                   if c in self.module]
         if instr.opcode == "while":
@@ -469,9 +464,9 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                 return True
         return False
 
-    def operand_share(members: list[Value]) -> Optional[tuple[_Slot, int]]:
+    def operand_share(members: list[Value], size: int) -> Optional[_Slot]:
         """The slot of an operand that dies where the group's first value is defined and
-        whose buffer the backend lets it take over, with that operand's value id."""
+        whose buffer the backend lets it take over."""
         v = members[0]
         instr = instr_at[(v.computation, v.instruction)]
         for k, op in enumerate(instr.operands):
@@ -492,26 +487,24 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             if u.end != v.start:
                 continue
             slot = slot_of.get(group_of[u.id])
-            if slot is None or slot.cls not in (TEMP, OUTPUT) or slot.size < max(
-                    m.size for m in members):
+            if slot is None or slot.cls not in (TEMP, OUTPUT) or slot.size < size:
                 continue
             if not handoff(u, v):
                 continue
             if not any(slot.conflicts(m, handoff) for m in members):
-                return slot, u.id
+                return slot
         return None
 
-    # Largest first; earlier-defined first on ties.
     # Largest first; ties in XLA's value order, a post-order of each computation (measured:
     # the dump's value ids follow it, and schedule order instead moved the bf16 step by 45%).
-    temp_groups.sort(key=lambda gm: (-max(v.size for v in gm[1]),
+    group_size = {g: max(v.size for v in members) for g, members in temp_groups}
+    temp_groups.sort(key=lambda gm: (-group_size[gm[0]],
                                      min(post.get((v.computation, v.instruction), 0)
                                          for v in gm[1]), gm[0]))
     heap_slots: list[_Slot] = []
     for g, members in temp_groups:
-        size = max(v.size for v in members)
-        found = operand_share(members)
-        slot: Optional[_Slot] = found[0] if found else None
+        size = group_size[g]
+        slot = operand_share(members, size)
         if slot is None and be.temps_in_outputs:
             first = bisect.bisect_left(output_sizes, size)
             if len(members) == 1:
@@ -638,7 +631,3 @@ def _occupied(members: list[Value]) -> list[tuple[int, int]]:
             out.append((start, m.end))
         last_end = max(last_end, m.end)
     return out
-
-
-def memory_figures(module: Module, backend: Optional[str] = None) -> MemoryFigures:
-    return analyze(module, backend).figures
