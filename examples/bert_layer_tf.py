@@ -1,6 +1,6 @@
 """The BERT encoder layer in TensorFlow/Keras, compiled with XLA (``jit_compile=True``).
 
-Same architecture as bert_layer.py. ``hloscope_tf_entries()`` returns named (tf.function,
+Same architecture as bert_layer.py. ``hloscope_entries()`` returns named (tf.function,
 example arguments) pairs; HLO comes from ``experimental_get_compiler_ir`` (stages ``hlo`` and
 ``optimized_hlo``).
 """
@@ -32,7 +32,7 @@ class EncoderLayer(tf.keras.layers.Layer):  # type: ignore[misc]
         return self.ln2(h + self.ff2(self.ff1(h)))
 
 
-def hloscope_tf_entries(size: str = "base", batch: int = 1, seq: int = 128) -> dict[str, Any]:
+def hloscope_entries(size: str = "base", batch: int = 1, seq: int = 128) -> dict[str, Any]:
     cfg = CONFIGS[size]
     layer = EncoderLayer(**cfg)
     x = tf.zeros((batch, seq, cfg["hidden"]))

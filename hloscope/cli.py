@@ -128,6 +128,150 @@ def memory(file: str, pre_file: Optional[str], backend: Optional[str], as_json: 
     click.echo(render_memory(report, top, by), nl=False)
 
 
+def _targets(spec: str) -> tuple[list[str], dict[str, str]]:
+    """``cpu``, a comma list, or ``all`` (every target whose compiler is installed; the others
+    are reported as skipped). A named target whose extra is missing is an error."""
+    import importlib.util
+
+    from hloscope.frontends.targets import TARGETS, UnknownTargetError, get_target
+    plugin = {"cpu": "jax", "tpu": "libtpu", "cuda": "jax_cuda12_plugin"}
+    names = list(TARGETS) if spec.strip() == "all" else [n.strip() for n in spec.split(",")
+                                                         if n.strip()]
+    chosen, skipped = [], {}
+    for n in names:
+        try:
+            t = get_target(n)
+        except UnknownTargetError as e:
+            fail(str(e) + " (or all)")
+        if importlib.util.find_spec("jax") is None or \
+                importlib.util.find_spec(plugin[t.platform]) is None:
+            extra = t.extra or "jax"
+            why = f"needs {plugin[t.platform]}: pip install -e '.[{extra}]'"
+            if spec.strip() != "all":
+                fail(f"target {n} {why}")
+            skipped[n] = why
+            continue
+        chosen.append(n)
+    if not chosen:
+        fail(f"no target to compile for: {'; '.join(f'{k} {v}' for k, v in skipped.items())}")
+    return chosen, skipped
+
+
+def _list_entries(path: str, sizes: dict[str, object]) -> None:
+    from hloscope.frontends.loader import load_model_file
+    model = load_model_file(path)
+    click.echo(f"{path}")
+    click.echo("  sizes (--set NAME=VALUE): " + (", ".join(
+        f"{s.name}={s.default!r}" for s in model.sizes) or "none"))
+    click.echo("  entries (--entry NAME; the first is the default):")
+    for i, e in enumerate(model.entries(sizes).values()):
+        click.echo(f"    {e.name}  ({e.framework}, {len(e.args)} argument"
+                   f"{'' if len(e.args) == 1 else 's'}){'  [default]' if i == 0 else ''}")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--target", "target_spec", default="cpu", show_default=True,
+              help="cpu, gpu-h100, gpu-a100, tpu-v2 ... tpu-v6e, a comma list, or all "
+                   "(every target whose compiler is installed).")
+@click.option("--entry", help="Which entry of the model file (default: its first).")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Override a size of the model file, e.g. --set seq=512 (repeatable).")
+@click.option("--list", "list_entries", is_flag=True,
+              help="List the model file's entries and sizes, and stop.")
+@click.option("--dtype", type=click.Choice(["bf16", "f16", "f32"]),
+              help="Cast floating-point example arguments (mixed precision changes what "
+                   "fusion saves).")
+@click.option("--no-xla-unfused", is_flag=True,
+              help="Skip the second compile with XLA's fusion passes off.")
+@click.option("--module", "module_name", help="For a dump directory: which module "
+                                               "(name or number; default the largest).")
+@click.option("--backend", type=click.Choice(["cpu", "gpu", "tpu", "tpu-v4"]),
+              help="For HLO files: whose buffer-assignment rules (default: read from the "
+                   "module).")
+@click.option("--save", "save_dir", type=click.Path(file_okay=False),
+              help="Write pre/post HLO, XLA's figures and report.json here; `hloscope diff "
+                   "DIR` and the other commands read them back without JAX.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Rows of the top-fusion and live-at-peak tables.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: tuple[str, ...],
+         list_entries: bool, dtype: Optional[str], no_xla_unfused: bool,
+         module_name: Optional[str], backend: Optional[str], save_dir: Optional[str],
+         as_json: bool, top: int, quiet: bool) -> None:
+    """Before vs after XLA optimization: fusions and memory with and without fusion, beside
+    XLA's own figures. PATHS is a model file (MODEL.py defining hloscope_entries), two HLO
+    files (PRE POST), an --xla_dump_to directory, or a directory written by --save."""
+    import os
+
+    from hloscope import pipeline
+    from hloscope.frontends.jax import CompileError, MissingCompilerError
+    from hloscope.frontends.loader import ModelFileError, parse_size
+    from hloscope.present.progress import Progress
+
+    programs: list[pipeline.Program] = []
+    skipped: dict[str, str] = {}
+    sizes: dict[str, object] = {}
+    entry_name, model = "", " ".join(paths)
+    try:
+        for s_ in sets:
+            k, v = parse_size(s_)
+            sizes[k] = v
+        with Progress(enabled=not quiet) as progress:
+            if len(paths) == 2:
+                for p in paths:
+                    if not os.path.isfile(p):
+                        fail(f"no such file: {p}")
+                programs = [pipeline.Program(
+                    "hlo", pipeline.read_text(paths[0]), pipeline.read_text(paths[1]),
+                    paths[0], paths[1], backend)]
+            elif len(paths) == 1 and os.path.isdir(paths[0]):
+                saved = pipeline.saved_programs(paths[0])
+                if saved is not None:
+                    programs, header = saved
+                    entry_name = header.get("entry", "")
+                    model = header.get("model", model)
+                    sizes = header.get("sizes", {})
+                    dtype = header.get("dtype", dtype)
+                else:
+                    programs = [pipeline.dump_program(paths[0], module_name, backend)]
+            elif len(paths) == 1:
+                path = paths[0]
+                if not os.path.exists(path):
+                    fail(f"no such file: {path}")
+                if not path.endswith(".py"):
+                    fail(f"{path}: expected a model file (.py), two HLO files (PRE POST) or "
+                         "a directory; for one HLO file use `hloscope memory` or "
+                         "`hloscope fusions`")
+                if list_entries:
+                    _list_entries(path, sizes)
+                    return
+                targets, skipped = _targets(target_spec)
+                entry_name, programs = pipeline.lower_model(
+                    path, targets, entry, sizes, dtype, not no_xla_unfused, progress.stage)
+            else:
+                fail("expected one model file or directory, or two HLO files (PRE POST)")
+            rep = pipeline.diff_programs(programs, model, entry_name, sizes, dtype, skipped,
+                                         top, progress.stage)
+    except (ModelFileError, CompileError, MissingCompilerError,
+            pipeline.DirectoryError) as e:
+        fail(str(e))
+    except HloParseError as e:
+        click.echo(e.format(caret=True), err=True)
+        sys.exit(2)
+    if save_dir:
+        written = pipeline.save_programs(save_dir, programs, rep)
+        if not quiet:
+            click.echo(f"saved {len(written)} files under {save_dir}", err=True)
+    if as_json:
+        from hloscope.present.json import render
+        click.echo(render(rep), nl=False)
+    else:
+        from hloscope.present.terminal import render_diff
+        click.echo(render_diff(rep, top), nl=False)
+
+
 def run(argv: Optional[list[str]] = None) -> int:
     """Entry for tests: run the CLI and return its exit code instead of exiting."""
     try:

@@ -34,24 +34,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 FIXTURES = os.path.join(ROOT, "fixtures")
+from hloscope.frontends.targets import NO_FUSION  # noqa: E402
+
 DEFAULT_TARGETS = ("cpu", "tpu-v3", "tpu-v4", "gpu-h100")
 
 
-# XLA's own compile without fusion (shared/reference/xla-no-fusion.md): the passes to switch
-# off per target, set in XLA_FLAGS of a fresh process. "nofusion-nocublas" also leaves dots
-# as plain ops on the GPU (no cuBLAS epilogue folding).
-_GPU_FUSION_PASSES = ("priority-fusion,multi_output_fusion,triton-gemm-rewriter,"
-                      "splitk-rewriter,gemm-fusion-swap-operands,triton-softmax-rewriter,"
-                      "fusion-block-level-rewriter,cudnn-fusion-compiler,"
-                      "cudnn-fused-convolution-rewriter,conv-fusion-rewriter,norm-rewriter,"
-                      "copy_fusion,sort-iota-fusion,fusion-dynamic-memcpy-rewriter,"
-                      "dynamic-slice-fusion-rewriter-v2,ragged_dot_fusion_rewriter,dot-merger")
-NO_FUSION = {
-    "cpu": {"nofusion": "fusion,dot-library-rewriter"},
-    "gpu": {"nofusion": _GPU_FUSION_PASSES,
-            "nofusion-nocublas": _GPU_FUSION_PASSES + ",cublas-gemm-rewriter"},
-    "tpu": {"nofusion": "tpu_fusion,tpu_multi_output_fusion"},
-}
 # The models whose no-fusion compiles are captured (the calibration set of the unfused model).
 NO_FUSION_MODELS = {("bert_layer", "forward"), ("bert_layer", "train_step"),
                     ("small_models", "convnet_train_step"), ("small_models", "layer_norm")}
@@ -123,7 +110,7 @@ def run_child(python: str, target: str, variant: str = "") -> None:
 def capture_tf() -> None:
     import bert_layer_tf
     from hloscope.frontends.tf import lower
-    for entry, (fn, args) in bert_layer_tf.hloscope_tf_entries().items():
+    for entry, (fn, args) in bert_layer_tf.hloscope_entries().items():
         lowered = lower(fn, args)
         base = os.path.join(FIXTURES, "cpu", f"bert_layer_tf_{entry}")
         write(base + ".pre.hlo", lowered.pre)

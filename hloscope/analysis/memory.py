@@ -38,6 +38,7 @@ class EliminatedDetail:
     count: int
     bytes: int
     live_at_unfused_peak_bytes: int
+    live_at_unfused_peak_count: int
     by_fusion: tuple[EliminatedGroup, ...]
     by_scope: tuple[EliminatedGroup, ...]
     by_opcode: tuple[EliminatedGroup, ...]
@@ -96,9 +97,9 @@ def eliminated_intermediates(unfused: Analysis, expanded: Unfused) -> Eliminated
         by_scope[trim_scope(v.op_name) or "(no op_name)"].append(v.size)
         by_opcode[instr.opcode].append(v.size)
     peak = unfused.figures.peak_step
-    at_peak = sum(v.size for v in unfused.values
-                  if v.id in ids and v.start <= peak <= v.end)
-    return EliminatedDetail(len(ids), sum(unfused.values[i].size for i in ids), at_peak,
+    at_peak = [v.size for v in unfused.values if v.id in ids and v.start <= peak <= v.end]
+    return EliminatedDetail(len(ids), sum(unfused.values[i].size for i in ids), sum(at_peak),
+                            len(at_peak),
                             _groups(by_fusion), _groups(by_scope), _groups(by_opcode))
 
 

@@ -75,3 +75,52 @@ def read_buffer_assignment(text: str) -> tuple[DumpAllocation, ...]:
             break  # the per-allocation list is over (totals, used buffers, ...)
     close()
     return tuple(out)
+
+
+def figures_from_buffer_assignment(allocations: tuple[DumpAllocation, ...]) -> dict[str, int]:
+    """``memory_analysis()``'s figures as the allocation list gives them: parameter, output and
+    device-memory temp allocations summed. Equal to memory_analysis() on cpu and gpu (checked
+    on every dump fixture); on tpu memory_analysis() also counts compiler scratch."""
+    sums = {"argument_size_in_bytes": 0, "output_size_in_bytes": 0, "alias_size_in_bytes": 0,
+            "temp_size_in_bytes": 0}
+    key = {"parameter": "argument_size_in_bytes", "output": "output_size_in_bytes",
+           "temp": "temp_size_in_bytes"}
+    for a in allocations:
+        if a.kind in key and (a.color == 0 or a.kind != "temp"):
+            sums[key[a.kind]] += a.size
+    return sums
+
+
+_DUMP_FILE = re.compile(r"^module_(\d+)\.(.+?)\.(before_optimizations|(?:.*_)?after_optimizations)"
+                        r"(-buffer-assignment)?\.txt$")
+
+
+@dataclass(frozen=True, slots=True)
+class DumpModule:
+    """One module of an ``--xla_dump_to`` directory: its files, where present."""
+
+    number: int
+    name: str  # e.g. jit_forward
+    before: str | None
+    after: str | None
+    buffer_assignment: str | None
+
+    @property
+    def label(self) -> str:
+        return f"module_{self.number:04d}.{self.name}"
+
+
+def dump_modules(directory: str) -> tuple[DumpModule, ...]:
+    """The modules of a dump directory, in module-number order."""
+    import os
+    files: dict[tuple[int, str], dict[str, str]] = {}
+    for entry in sorted(os.listdir(directory)):
+        m = _DUMP_FILE.match(entry)
+        if not m:
+            continue
+        slot = files.setdefault((int(m.group(1)), m.group(2)), {})
+        kind = "ba" if m.group(4) else ("before" if m.group(3) == "before_optimizations"
+                                        else "after")
+        slot.setdefault(kind, os.path.join(directory, entry))
+    return tuple(DumpModule(n, name, f.get("before"), f.get("after"), f.get("ba"))
+                 for (n, name), f in sorted(files.items()))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from hloscope.frontends.targets import Target, get_target
 
@@ -22,6 +22,20 @@ class Lowered:
     post: str
     target: str
     memory: dict[str, int] = field(default_factory=dict)
+    # XLA's own compile with its fusion passes off (Target.no_fusion_passes), when asked for.
+    post_unfused: Optional[str] = None
+    memory_unfused: dict[str, int] = field(default_factory=dict)
+    framework: str = "jax"
+
+
+class CompileError(RuntimeError):
+    """XLA refused to compile the program; the message is XLA's, first lines."""
+
+
+def compile_error(error: BaseException, target: str) -> CompileError:
+    lines = [line for line in str(error).splitlines() if line.strip()][:6]
+    return CompileError(f"XLA could not compile for {target}: "
+                        + ("\n  ".join(lines) or type(error).__name__))
 
 
 class MissingCompilerError(RuntimeError):
@@ -71,22 +85,54 @@ def device_for(target: Target) -> Any:
 
 
 def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = "cpu",
-          static_argnums: tuple[int, ...] = ()) -> Lowered:
+          static_argnums: tuple[int, ...] = (), *, dtype: Optional[str] = None,
+          xla_unfused: bool = False) -> Lowered:
     """Lower and compile ``fn(*args)`` for ``target``; arguments may be arrays or
-    ``jax.ShapeDtypeStruct``s (only shapes and dtypes matter)."""
+    ``jax.ShapeDtypeStruct``s (only shapes and dtypes matter, nothing is allocated).
+
+    ``dtype`` ("bf16", "f16", "f32") casts the floating-point arguments. ``xla_unfused`` also
+    compiles with XLA's fusion passes off (a per-compile option, so no fresh process is
+    needed). Errors while tracing ``fn`` propagate as raised; XLA's refusals become
+    ``CompileError``."""
     t = get_target(target) if isinstance(target, str) else target
     device = device_for(t)
     import jax
     from jax.sharding import SingleDeviceSharding
 
-    specs = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
+    cast = _float_dtype(dtype)
+
+    def spec(a: Any) -> Any:
+        dt = a.dtype
+        if cast is not None and jax.numpy.issubdtype(dt, jax.numpy.floating):
+            dt = cast
+        return jax.ShapeDtypeStruct(a.shape, dt)
+
+    specs = jax.tree.map(spec, args)
     sharding = SingleDeviceSharding(device)
     jitted = jax.jit(fn, in_shardings=sharding, static_argnums=static_argnums)
     lowered = jitted.lower(*specs)
     pre = lowered.as_text(dialect="hlo", debug_info=True)
-    compiled = lowered.compile()
-    post = compiled.as_text()
-    return Lowered(pre, post, t.name, memory_stats(compiled))
+    try:
+        compiled = lowered.compile()
+        unfused = lowered.compile(compiler_options={
+            "xla_disable_hlo_passes": t.no_fusion_passes}) if xla_unfused else None
+    except Exception as e:  # jaxlib's XlaRuntimeError and friends
+        raise compile_error(e, t.name) from e
+    return Lowered(pre, compiled.as_text(), t.name, memory_stats(compiled),
+                   unfused.as_text() if unfused is not None else None,
+                   memory_stats(unfused) if unfused is not None else {})
+
+
+DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
+
+
+def _float_dtype(name: Optional[str]) -> Any:
+    if name is None:
+        return None
+    import jax.numpy as jnp
+    if name not in DTYPES:
+        raise ValueError(f"unknown dtype '{name}'; choose one of: {', '.join(DTYPES)}")
+    return getattr(jnp, DTYPES[name])
 
 
 def memory_stats(compiled: Any) -> dict[str, int]:

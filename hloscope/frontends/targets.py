@@ -25,6 +25,45 @@ class Target:
     extra: str = ""  # the pip extra that brings the compiler for this target
     description: str = ""
 
+    @property
+    def backend(self) -> str:
+        """The analyses' backend table key (hloscope.analysis.backends): tpu-v2/v3 keep tuple
+        tables in temp; v4 and later place them with memory-space assignment."""
+        if self.platform == "tpu":
+            return "tpu" if self.name in ("tpu-v2", "tpu-v3") else "tpu-v4"
+        return self.family
+
+    @property
+    def family(self) -> str:
+        """cpu, gpu or tpu: the key of NO_FUSION and of the analyses' backend table."""
+        return {"cuda": "gpu"}.get(self.platform, self.platform)
+
+    @property
+    def no_fusion_passes(self) -> str:
+        """The passes to disable for XLA's own compile without fusion (the variant that the
+        unfused estimate is checked against: on gpu, dots also left as plain ops)."""
+        variants = NO_FUSION[self.family]
+        return variants.get("nofusion-nocublas", variants["nofusion"])
+
+
+# XLA's own compile without fusion (shared/reference/xla-no-fusion.md): the passes to switch
+# off per target family, given as ``xla_disable_hlo_passes`` (XLA_FLAGS in a fresh process, or
+# a per-compile option). "nofusion-nocublas" also leaves dots as plain ops on the GPU (no cuBLAS
+# epilogue folding), which is what hloscope's unfused estimate models.
+_GPU_FUSION_PASSES = ("priority-fusion,multi_output_fusion,triton-gemm-rewriter,"
+                      "splitk-rewriter,gemm-fusion-swap-operands,triton-softmax-rewriter,"
+                      "fusion-block-level-rewriter,cudnn-fusion-compiler,"
+                      "cudnn-fused-convolution-rewriter,conv-fusion-rewriter,norm-rewriter,"
+                      "copy_fusion,sort-iota-fusion,fusion-dynamic-memcpy-rewriter,"
+                      "dynamic-slice-fusion-rewriter-v2,ragged_dot_fusion_rewriter,dot-merger")
+NO_FUSION: dict[str, dict[str, str]] = {
+    # fusion-wrapper stays on: without it the cpu program computes wrong results.
+    "cpu": {"nofusion": "fusion,dot-library-rewriter"},
+    "gpu": {"nofusion": _GPU_FUSION_PASSES,
+            "nofusion-nocublas": _GPU_FUSION_PASSES + ",cublas-gemm-rewriter"},
+    "tpu": {"nofusion": "tpu_fusion,tpu_multi_output_fusion"},
+}
+
 
 TARGETS: dict[str, Target] = {
     "cpu": Target("cpu", "cpu", description="the local CPU (XLA:CPU)"),

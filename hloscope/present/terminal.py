@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
+from hloscope.analysis.diff import Report, TargetReport
 from hloscope.analysis.fusion import FusionCluster, FusionReport, trim_scope
 from hloscope.analysis.memory import MemoryReport
 from hloscope.analysis.summary import ModuleSummary
@@ -145,4 +146,117 @@ def render_memory(r: MemoryReport, top: int = 10, by: str = "scope") -> str:
                     for v in live[:top]])
     if len(live) > top:
         lines.append(f"  ... {len(live) - top} more (--top N)")
+    return "\n".join(lines) + "\n"
+
+
+def _sizes(sizes: dict[str, object]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items())
+
+
+def _b(n: Optional[int]) -> str:
+    return "-" if n is None else human_bytes(n)
+
+
+def _ratio(r: Optional[float]) -> str:
+    return "-" if r is None else f"{r:.3f}"
+
+
+def _memory_rows(t: TargetReport) -> list[tuple[str, ...]]:
+    m = t.memory
+    rows: list[tuple[str, ...]] = [("", "parameters", "outputs", "temp peak", "temp packed",
+                                    "peak at")]
+    for label, r in (("eager (pre-opt, op by op)", m.eager),
+                     (f"unfused (fusions expanded, {m.unfused_schedule})", m.unfused),
+                     ("fused (as compiled)", m.fused)):
+        if r is not None:
+            rows.append((label, human_bytes(r.parameter_bytes), human_bytes(r.output_bytes),
+                         human_bytes(r.temp_peak_bytes), human_bytes(r.temp_packed_bytes),
+                         f"step {r.peak_step} {r.peak_instruction}"))
+    for label, x in (("XLA memory_analysis()", m.xla),
+                     ("XLA without fusion passes", m.xla_unfused)):
+        if x is not None:
+            rows.append((label, _b(x.get("argument_size_in_bytes")),
+                         _b(x.get("output_size_in_bytes")), "-",
+                         _b(x.get("temp_size_in_bytes")),
+                         f"alias {_b(x.get('alias_size_in_bytes'))}"))
+    return rows
+
+
+def render_target(t: TargetReport, top: int = 10) -> list[str]:
+    pre, post = t.pre, t.post
+    kinds = ", ".join(f"{k} {n}" for k, n in post.fusions_by_kind.items())
+    pp = t.pre_post
+    lines = [f"target {t.target}  (backend {t.backend}"
+             + (f", {t.framework}" if t.framework else "") + f")  module {post.module}",
+             f"  instructions {pre.instructions:,} before -> {post.unfused_instructions:,} "
+             f"after ({post.instructions:,} with the ops inside fusions); fusions "
+             f"{post.fusions:,}"
+             + (f" ({kinds})" if kinds else ""),
+             f"  pre-optimization ops: {pp.materialized:,} materialized, {pp.fused:,} fused, "
+             f"{pp.gone:,} gone (classified by metadata: {pp.coverage:.1%})", ""]
+    lines += table(_memory_rows(t))
+    r = t.ratios
+    if r.fused_vs_xla_temp is not None or r.unfused_vs_xla_unfused_temp is not None:
+        lines.append(f"  temp packed / XLA's: fused {_ratio(r.fused_vs_xla_temp)}, unfused "
+                     f"{_ratio(r.unfused_vs_xla_unfused_temp)} (1.000: the same byte count)")
+    e = t.eliminated
+    saved = t.memory_saved_bytes
+    lines += ["", f"memory saved by fusion (unfused - fused temp packed): "
+              f"{'-' if saved < 0 else ''}{human_bytes(abs(saved))}",
+              f"intermediates fusion eliminated: {e.count:,} values, {human_bytes(e.bytes)} of "
+              f"traffic; {e.live_at_unfused_peak_count:,} of them "
+              f"({human_bytes(e.live_at_unfused_peak_bytes)}) live at the unfused peak"]
+    if t.top_fusions:
+        lines += ["", "top fusions by bytes eliminated:"]
+        lines += table([("fusion", "kind", "eliminated", "scopes", "source")]
+                       + [(f.name, f.kind + (f"/{f.backend_kind}" if f.backend_kind else ""),
+                           f"{f.eliminated_count} / {human_bytes(f.eliminated_bytes)}",
+                           _scopes(f.scopes), ", ".join(_short_source(s)
+                                                        for s in f.source_lines[:2]))
+                          for f in t.top_fusions[:top]])
+    if t.live_at_peak:
+        lines += ["", f"largest buffers live at the fused peak (step {t.memory.fused.peak_step}"
+                  f", {t.memory.fused.peak_instruction}):"]
+        lines += table([(v.name + (str(list(v.index)) if v.index else ""), v.cls, v.shape,
+                         human_bytes(v.bytes), trim_scope(v.op_name), _short_source(v.source))
+                        for v in t.live_at_peak[:top]])
+        if len(t.live_at_peak) > top:
+            lines.append(f"  ... {len(t.live_at_peak) - top} more (--top N)")
+    return lines
+
+
+def render_diff(r: Report, top: int = 10) -> str:
+    """The before/after report: for several targets a comparison table first, then one
+    section per target."""
+    head = f"hloscope diff {r.model}"
+    if r.entry:
+        head += f"  entry {r.entry}"
+    if r.sizes:
+        head += f"  ({_sizes(r.sizes)})"
+    if r.dtype:
+        head += f"  dtype {r.dtype}"
+    lines = [head, ""]
+    if len(r.targets) > 1:
+        rows: list[tuple[str, ...]] = [("target", "fusions", "eager temp", "unfused temp",
+                                        "fused temp", "XLA temp", "XLA no-fusion temp",
+                                        "saved by fusion")]
+        for t in r.targets:
+            m = t.memory
+            rows.append((t.target, f"{t.post.fusions:,}",
+                         _b(m.eager.temp_packed_bytes if m.eager else None),
+                         human_bytes(m.unfused.temp_packed_bytes),
+                         human_bytes(m.fused.temp_packed_bytes),
+                         _b(m.xla["temp_size_in_bytes"] if m.xla else None),
+                         _b(m.xla_unfused["temp_size_in_bytes"] if m.xla_unfused else None),
+                         human_bytes(t.memory_saved_bytes)))
+        lines += table(rows)
+        lines.append("")
+    for name, why in r.skipped.items():
+        lines.append(f"skipped {name}: {why}")
+    if r.skipped:
+        lines.append("")
+    for i, t in enumerate(r.targets):
+        if i:
+            lines += ["", "-" * 78, ""]
+        lines += render_target(t, top)
     return "\n".join(lines) + "\n"

@@ -1,0 +1,210 @@
+"""Pre- vs post-optimization: one program's fusion and memory figures for one target, as a
+``TargetReport`` of plain data; a ``Report`` holds one per target. Presenters print these;
+nothing here prints.
+
+Memory rows (docs/memory-model.md): *eager* is the pre-optimization module run op by op,
+*unfused* the optimized module with every fusion expanded and re-scheduled, *fused* the module
+as compiled, and *xla* / *xla_unfused* XLA's own ``memory_analysis()`` of the compile and of
+the compile with its fusion passes switched off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from hloscope.analysis.fusion import FusionCluster, fusion_report
+from hloscope.analysis.liveness import LiveValue, MemoryFigures
+from hloscope.analysis.memory import memory_report
+from hloscope.analysis.summary import summarize
+from hloscope.hlo.gcpause import gc_paused
+from hloscope.hlo.ir import Module
+
+XLA_KEYS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+            "temp_size_in_bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleCounts:
+    module: str
+    computations: int
+    instructions: int  # every computation's, fused computations included
+    unfused_instructions: int  # outside fused computations: what runs as steps and kernels
+    fusions: int
+    fusions_by_kind: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    """One way of running the program: bytes by class, and where its temp peaks."""
+
+    parameter_bytes: int
+    output_bytes: int
+    temp_peak_bytes: int  # the sum of temporaries live at the worst step
+    temp_packed_bytes: int  # after packing into a heap: XLA's temp_size_in_bytes
+    peak_step: int
+    peak_instruction: str
+    buffer_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTable:
+    eager: Optional[MemoryRow]
+    unfused: MemoryRow
+    fused: MemoryRow
+    xla: Optional[dict[str, int]]  # memory_analysis() of the compile, keys as XLA_KEYS
+    xla_unfused: Optional[dict[str, int]]  # ... of the compile without fusion passes
+    unfused_schedule: str  # the scheduler whose order the unfused row uses
+
+
+@dataclass(frozen=True, slots=True)
+class EliminatedSummary:
+    count: int  # values that exist unfused and not fused
+    bytes: int  # their sum: traffic saved
+    live_at_unfused_peak_count: int
+    live_at_unfused_peak_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class FusionRow:
+    """A fusion as the report's table shows it; ``eliminated_*`` counts each value once (a
+    producer fused twice is charged to the first fusion)."""
+
+    name: str
+    computation: str
+    kind: str
+    backend_kind: Optional[str]
+    hero_opcode: str
+    op_count: int
+    input_bytes: int
+    output_bytes: int
+    intermediate_count: int
+    intermediate_bytes: int
+    eliminated_count: int
+    eliminated_bytes: int
+    scopes: tuple[str, ...]
+    source_lines: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PrePostCounts:
+    """Pre-optimization ops by what became of them: a buffer of their own, inside a fusion, or
+    gone (simplified away)."""
+
+    materialized: int
+    fused: int
+    gone: int
+    coverage: float
+
+
+@dataclass(frozen=True, slots=True)
+class Ratios:
+    """Where XLA gave figures: hloscope's temp over XLA's (1.0 means exact)."""
+
+    fused_vs_xla_temp: Optional[float]
+    unfused_vs_xla_unfused_temp: Optional[float]
+
+
+@dataclass(frozen=True, slots=True)
+class TargetReport:
+    target: str
+    backend: str
+    framework: str
+    source: str
+    pre: ModuleCounts
+    post: ModuleCounts
+    memory: MemoryTable
+    eliminated: EliminatedSummary
+    ratios: Ratios
+    pre_post: PrePostCounts
+    top_fusions: tuple[FusionRow, ...]  # by bytes eliminated, largest first
+    live_at_peak: tuple[LiveValue, ...]  # at the fused peak, largest first
+    fusions: tuple[FusionRow, ...]  # every fusion, in the module's order
+    memory_saved_bytes: int  # unfused minus fused packed temp
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    schema: str
+    model: str  # the model file, the HLO files or the dump directory the report came from
+    entry: str
+    sizes: dict[str, Any]
+    dtype: Optional[str]
+    targets: tuple[TargetReport, ...]
+    skipped: dict[str, str] = field(default_factory=dict)  # target → why it was not run
+
+    def _repr_html_(self) -> str:
+        from hloscope.present.html import render_report_table
+        return render_report_table(self)
+
+    def target(self, name: str) -> TargetReport:
+        return next(t for t in self.targets if t.target == name)
+
+
+def _counts(module: Module) -> ModuleCounts:
+    s = summarize(module)
+    outside = sum(c.instruction_count for c in s.computations if c.role != "fused")
+    return ModuleCounts(module.name, len(s.computations), s.instruction_count, outside,
+                        s.fusion_count, s.fusions_by_kind)
+
+
+def _row(f: MemoryFigures) -> MemoryRow:
+    return MemoryRow(f.parameter_bytes, f.output_bytes, f.temp_peak_bytes, f.temp_packed_bytes,
+                     f.peak_step, f.peak_instruction, f.buffer_count)
+
+
+def _xla(figures: Optional[Mapping[str, int]]) -> Optional[dict[str, int]]:
+    if not figures or "temp_size_in_bytes" not in figures:
+        return None
+    return {k: int(figures[k]) for k in XLA_KEYS if k in figures}
+
+
+def _ratio(ours: int, xla: Optional[dict[str, int]]) -> Optional[float]:
+    if xla is None or not xla.get("temp_size_in_bytes"):
+        return None
+    return ours / xla["temp_size_in_bytes"]
+
+
+def _fusion_row(c: FusionCluster, eliminated: Mapping[str, tuple[int, int]]) -> FusionRow:
+    count, nbytes = eliminated.get(c.name, (0, 0))
+    return FusionRow(c.name, c.computation, c.kind, c.backend_kind, c.hero_opcode, c.op_count,
+                     c.input_bytes, c.output_bytes, c.intermediate_count, c.intermediate_bytes,
+                     count, nbytes, c.scopes, c.source_lines)
+
+
+@gc_paused
+def target_report(pre: Module, post: Module, target: str, backend: Optional[str] = None,
+                  xla: Optional[Mapping[str, int]] = None,
+                  xla_unfused: Optional[Mapping[str, int]] = None, framework: str = "",
+                  top: int = 10) -> TargetReport:
+    """Everything ``hloscope diff`` shows for one target, from the two modules and XLA's
+    figures (either may be absent: an HLO file pair has none)."""
+    mem = memory_report(post, backend, pre)
+    fus = fusion_report(post, pre)
+    e = mem.eliminated
+    by_fusion = {g.key: (g.count, g.bytes) for g in e.by_fusion}
+    rows = tuple(_fusion_row(c, by_fusion) for c in fus.clusters)
+    top_rows = tuple(sorted((r for r in rows if r.eliminated_bytes),
+                            key=lambda r: (-r.eliminated_bytes, r.name))[:top])
+    x, xu = _xla(xla), _xla(xla_unfused)
+    assert mem.eager is not None and fus.pre_post is not None
+    p = fus.pre_post
+    return TargetReport(
+        target=target, backend=mem.backend, framework=framework, source=post.source,
+        pre=_counts(pre), post=_counts(post),
+        memory=MemoryTable(_row(mem.eager), _row(mem.unfused), _row(mem.fused), x, xu,
+                           mem.unfused_schedule),
+        eliminated=EliminatedSummary(e.count, e.bytes, e.live_at_unfused_peak_count,
+                                     e.live_at_unfused_peak_bytes),
+        ratios=Ratios(_ratio(mem.fused.temp_packed_bytes, x),
+                      _ratio(mem.unfused.temp_packed_bytes, xu)),
+        pre_post=PrePostCounts(p.materialized, p.fused, p.gone, p.coverage),
+        top_fusions=top_rows, live_at_peak=mem.fused.live_at_peak, fusions=rows,
+        memory_saved_bytes=mem.unfused.temp_packed_bytes - mem.fused.temp_packed_bytes)
+
+
+def report(targets: tuple[TargetReport, ...], model: str, entry: str = "",
+           sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None,
+           skipped: Optional[dict[str, str]] = None) -> Report:
+    return Report("hloscope.diff/1", model, entry, dict(sizes or {}), dtype, targets,
+                  dict(skipped or {}))

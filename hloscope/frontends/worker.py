@@ -1,0 +1,103 @@
+"""Lower a model file's entry for one target, here or in a worker process of its own.
+
+Non-CPU targets are lowered in a fresh ``python -m hloscope.frontends.worker`` process: the CUDA
+plugin must see its environment before JAX is imported, and libtpu holds a process-wide lock.
+The worker writes HLO text and XLA's figures as JSON; the parent parses and analyses them, so
+every target goes through the same analysis code. Errors cross the process boundary as
+(kind, message) and are raised again on this side as the same exception class.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict
+from typing import Any, Optional
+
+from hloscope.frontends.jax import CompileError, Lowered, MissingCompilerError
+from hloscope.frontends.loader import Entry, ModelFileError, load_model_file, user_traceback
+from hloscope.frontends.targets import Target
+
+_ERRORS: dict[str, type[Exception]] = {"model": ModelFileError, "compile": CompileError,
+                                       "missing": MissingCompilerError}
+
+
+def lower_entry(entry: Entry, target: Target, path: str, dtype: Optional[str] = None,
+                xla_unfused: bool = True) -> Lowered:
+    """Lower one loaded entry in this process. An exception raised while tracing the user's
+    function becomes a ModelFileError carrying the user's own traceback."""
+    try:
+        if entry.framework == "tf":
+            from hloscope.frontends import tf as tf_frontend
+            if target.platform != "cpu":
+                raise ModelFileError(f"{path}: entry '{entry.name}' is a TensorFlow function; "
+                                     f"TensorFlow compiles for the cpu target only, not "
+                                     f"{target.name}")
+            return tf_frontend.lower(entry.fn, entry.args, target.name, dtype)
+        from hloscope.frontends import jax as jax_frontend
+        return jax_frontend.lower(entry.fn, entry.args, target, dtype=dtype,
+                                  xla_unfused=xla_unfused)
+    except (ModelFileError, CompileError, MissingCompilerError):
+        raise
+    except Exception as e:
+        raise ModelFileError(user_traceback(e, path, f"tracing entry '{entry.name}' raised")) \
+            from None
+
+
+def worker_environment(target: Target) -> dict[str, str]:
+    env = dict(os.environ)
+    if target.platform == "cuda":
+        env.update(JAX_SKIP_CUDA_CONSTRAINTS_CHECK="1", CUDA_VISIBLE_DEVICES="-1")
+    if target.platform == "tpu":
+        env.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    return env
+
+
+def lower_in_worker(path: str, entry: Optional[str], sizes: dict[str, Any], target: Target,
+                    dtype: Optional[str] = None, xla_unfused: bool = True) -> Lowered:
+    """Run the worker for one target and return what it lowered; raise its error here."""
+    with tempfile.TemporaryDirectory(prefix="hloscope-worker-") as tmp:
+        request = os.path.join(tmp, "request.json")
+        result = os.path.join(tmp, "result.json")
+        with open(request, "w") as f:
+            json.dump({"path": os.path.abspath(path), "entry": entry, "sizes": sizes,
+                       "target": target.name, "dtype": dtype, "xla_unfused": xla_unfused}, f)
+        proc = subprocess.run([sys.executable, "-m", "hloscope.frontends.worker", request,
+                               result], env=worker_environment(target), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if not os.path.exists(result):
+            tail = "\n  ".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
+            raise CompileError(f"the {target.name} worker process ended with exit code "
+                               f"{proc.returncode} and no result:\n  {tail}")
+        with open(result) as f:
+            data = json.load(f)
+    if "error" in data:
+        raise _ERRORS[data["error"]["kind"]](data["error"]["message"])
+    return Lowered(**data["lowered"])
+
+
+def _serve(request_path: str, result_path: str) -> int:
+    from hloscope.frontends.targets import get_target
+    with open(request_path) as f:
+        req = json.load(f)
+    out: dict[str, Any]
+    try:
+        model = load_model_file(req["path"])
+        entry = model.entry(req["entry"], req["sizes"])
+        lowered = lower_entry(entry, get_target(req["target"]), req["path"], req["dtype"],
+                              req["xla_unfused"])
+        out = {"lowered": asdict(lowered)}
+    except tuple(_ERRORS.values()) as e:
+        kind = next(k for k, cls in _ERRORS.items() if isinstance(e, cls))
+        out = {"error": {"kind": kind, "message": str(e)}}
+    with open(result_path, "w") as f:
+        json.dump(out, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_serve(sys.argv[1], sys.argv[2]))

@@ -1,0 +1,215 @@
+"""lower → parse → analyse, end to end: what ``hloscope diff`` and ``hloscope.diff()`` run.
+
+A ``Program`` is one target's lowering as text (pre, post, XLA's figures); it can come from a
+model file (lowered here or in a worker process), from a Python function, from two HLO files,
+from an ``--xla_dump_to`` directory, or from a directory that ``--save`` wrote. Every source
+goes through the same ``analyse``, so a saved run reproduces the report without JAX installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+from hloscope.analysis.diff import Report, TargetReport, report, target_report
+from hloscope.hlo.parser import parse
+
+Stage = Callable[[str, str], None]  # (target, what is happening now)
+
+
+def _quiet(target: str, stage: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Program:
+    target: str
+    pre: str
+    post: str
+    pre_source: str = "<pre>"
+    post_source: str = "<post>"
+    backend: Optional[str] = None  # the analyses' backend; None reads it from the module
+    framework: str = ""
+    xla: dict[str, int] = field(default_factory=dict)
+    xla_unfused: dict[str, int] = field(default_factory=dict)
+    post_unfused: Optional[str] = None
+
+
+def analyse(program: Program, top: int = 10) -> TargetReport:
+    pre = parse(program.pre, program.pre_source)
+    post = parse(program.post, program.post_source)
+    return target_report(pre, post, program.target, program.backend, program.xla or None,
+                         program.xla_unfused or None, program.framework, top)
+
+
+def _program(lowered: Any, model: str, backend: Optional[str]) -> Program:
+    return Program(lowered.target, lowered.pre, lowered.post, f"{model} [{lowered.target} pre]",
+                   f"{model} [{lowered.target} post]", backend, lowered.framework,
+                   dict(lowered.memory), dict(lowered.memory_unfused), lowered.post_unfused)
+
+
+def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
+                sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None,
+                xla_unfused: bool = True, on_stage: Stage = _quiet) -> tuple[str, list[Program]]:
+    """Lower a model file's entry for each target: cpu in this process, every other target
+    in a worker process of its own. Returns the entry's name and one Program per target."""
+    from hloscope.frontends.loader import load_model_file
+    from hloscope.frontends.targets import get_target
+    from hloscope.frontends.worker import lower_entry, lower_in_worker
+    ts = [get_target(t) for t in targets]
+    on_stage(ts[0].name, "loading the model file")
+    model = load_model_file(path)
+    chosen = model.entry(entry, sizes)
+    programs = []
+    for t in ts:
+        if t.platform == "cpu":
+            on_stage(t.name, "lowering and compiling" + (" (and without fusion)"
+                                                         if xla_unfused else ""))
+            lowered = lower_entry(chosen, t, path, dtype, xla_unfused)
+        else:
+            on_stage(t.name, "lowering and compiling in a worker process")
+            lowered = lower_in_worker(path, chosen.name, dict(sizes or {}), t, dtype,
+                                      xla_unfused)
+        programs.append(_program(lowered, path, t.backend))
+    return chosen.name, programs
+
+
+def diff_programs(programs: Sequence[Program], model: str, entry: str = "",
+                  sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None,
+                  skipped: Optional[dict[str, str]] = None, top: int = 10,
+                  on_stage: Stage = _quiet) -> Report:
+    reports = []
+    for p in programs:
+        on_stage(p.target, "parsing and analysing")
+        reports.append(analyse(p, top))
+    return report(tuple(reports), model, entry, sizes, dtype, skipped)
+
+
+def diff(fn: Callable[..., Any], *example_args: Any, target: str = "cpu",
+         dtype: Optional[str] = None, xla_unfused: bool = True, top: int = 10) -> Report:
+    """The ``hloscope diff`` report for a JAX function (or a tf.function) and its example
+    arguments (arrays or shape-only specs), lowered in this process for ``target``."""
+    from hloscope.frontends.loader import Entry, framework_of
+    from hloscope.frontends.targets import get_target
+    from hloscope.frontends.worker import lower_entry
+    t = get_target(target)
+    name = getattr(fn, "__name__", type(fn).__name__)
+    entry = Entry(name, fn, tuple(example_args), framework_of(fn, tuple(example_args)))
+    lowered = lower_entry(entry, t, name, dtype, xla_unfused)
+    return diff_programs([_program(lowered, name, t.backend)], name, name, dtype=dtype, top=top)
+
+
+def read_text(path: str) -> str:
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", errors="replace")
+
+
+def diff_files(pre: str, post: str, target: str = "", backend: Optional[str] = None,
+               top: int = 10) -> Report:
+    """The report for two HLO text files (before and after optimization). No XLA figures:
+    the memory rows are hloscope's own."""
+    program = Program(target or "hlo", read_text(pre), read_text(post), pre, post, backend)
+    return diff_programs([program], f"{pre} {post}", top=top)
+
+
+# --- directories: --xla_dump_to output and what --save writes --------------------------------
+
+SAVED_REPORT = "report.json"
+SAVED_TARGET = "target.json"
+
+
+class DirectoryError(ValueError):
+    pass
+
+
+def dump_program(directory: str, module: Optional[str] = None,
+                 backend: Optional[str] = None) -> Program:
+    """The module of an ``--xla_dump_to`` directory with both a before- and an
+    after-optimization file: the largest by default, else the one whose name or number is
+    ``module``. XLA's figures come from its buffer-assignment file when it was dumped."""
+    from hloscope.analysis.xla_dump import (dump_modules, figures_from_buffer_assignment,
+                                            read_buffer_assignment)
+    mods = dump_modules(directory)
+    pairs = [m for m in mods if m.before and m.after]
+    if not pairs:
+        found = f"{len(mods)} module(s) without both files" if mods else "no module_*.txt files"
+        raise DirectoryError(f"{directory}: no module with both *before_optimizations.txt and "
+                             f"*after_optimizations.txt ({found}); dump with "
+                             "XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text'")
+    if module is not None:
+        chosen = [m for m in pairs if module in (m.name, m.label, str(m.number),
+                                                 f"module_{m.number:04d}")]
+        if not chosen:
+            raise DirectoryError(f"{directory}: no module '{module}'; modules with both files: "
+                                 + ", ".join(m.label for m in pairs))
+        m = chosen[0]
+    else:
+        m = max(pairs, key=lambda m: (os.path.getsize(m.after or ""), m.number))
+    assert m.before and m.after
+    xla = {}
+    if m.buffer_assignment:
+        xla = figures_from_buffer_assignment(read_buffer_assignment(
+            read_text(m.buffer_assignment)))
+    return Program(m.name, read_text(m.before), read_text(m.after), m.before, m.after,
+                   backend, xla=xla)
+
+
+def save_programs(directory: str, programs: Sequence[Program], rep: Report) -> list[str]:
+    """Write each target's pre/post HLO and XLA's figures under DIR/<target>/, and the report
+    as DIR/report.json. Returns the paths written."""
+    from hloscope.present.json import render
+    written = []
+    os.makedirs(directory, exist_ok=True)
+    for p in programs:
+        d = os.path.join(directory, p.target)
+        os.makedirs(d, exist_ok=True)
+        files = {"pre.hlo": p.pre, "post.hlo": p.post}
+        if p.post_unfused is not None:
+            files["post.nofusion.hlo"] = p.post_unfused
+        meta = {"target": p.target, "backend": p.backend, "framework": p.framework,
+                "xla": p.xla, "xla_unfused": p.xla_unfused}
+        files[SAVED_TARGET] = json.dumps(meta, indent=2, sort_keys=True) + "\n"
+        for name, text in files.items():
+            path = os.path.join(d, name)
+            with open(path, "w") as f:
+                f.write(text)
+            written.append(path)
+    path = os.path.join(directory, SAVED_REPORT)
+    with open(path, "w") as f:
+        f.write(render(rep))
+    written.append(path)
+    return written
+
+
+def saved_programs(directory: str) -> Optional[tuple[list[Program], dict[str, Any]]]:
+    """The programs of a directory that ``--save`` wrote (or one of its target folders), and
+    the saved report's header; None if the directory is not one."""
+    def one(d: str) -> Optional[Program]:
+        meta_path = os.path.join(d, SAVED_TARGET)
+        if not os.path.exists(meta_path):
+            return None
+        with open(meta_path) as f:
+            meta = json.load(f)
+        pre, post = os.path.join(d, "pre.hlo"), os.path.join(d, "post.hlo")
+        return Program(meta["target"], read_text(pre), read_text(post), pre, post,
+                       meta.get("backend"), meta.get("framework", ""), meta.get("xla") or {},
+                       meta.get("xla_unfused") or {})
+
+    single = one(directory)
+    if single is not None:
+        return [single], {}
+    report_path = os.path.join(directory, SAVED_REPORT)
+    if not os.path.exists(report_path):
+        return None
+    with open(report_path) as f:
+        header = json.load(f)
+    programs = []
+    for t in header.get("targets", []):
+        p = one(os.path.join(directory, t["target"]))
+        if p is None:
+            raise DirectoryError(f"{directory}: {SAVED_REPORT} lists target {t['target']} but "
+                                 f"{t['target']}/{SAVED_TARGET} is missing")
+        programs.append(p)
+    return programs, header
