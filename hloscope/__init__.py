@@ -12,4 +12,14 @@ from hloscope.hlo.shape import Shape, parse_shape
 
 __version__ = "0.1.0"
 __all__ = ["Computation", "FusionKind", "HloParseError", "Instruction", "Module", "Shape",
-           "parse", "parse_file", "parse_shape", "print_module", "__version__"]
+           "diff", "diff_files", "parse", "parse_file", "parse_shape", "print_module",
+           "__version__"]
+
+
+def __getattr__(name: str) -> object:
+    # diff() and diff_files() pull in the analyses; load them on first use so that a plain
+    # `import hloscope` stays light.
+    if name in ("diff", "diff_files"):
+        from hloscope import pipeline
+        return getattr(pipeline, name)
+    raise AttributeError(f"module 'hloscope' has no attribute '{name}'")

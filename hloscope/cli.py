@@ -248,6 +248,9 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
                     _list_entries(path, sizes)
                     return
                 targets, skipped = _targets(target_spec)
+                # This process compiles for the CPU only (other targets run in workers); a
+                # model file's JAX must not claim an accelerator plugin installed beside it.
+                os.environ.setdefault("JAX_PLATFORMS", "cpu")
                 entry_name, programs = pipeline.lower_model(
                     path, targets, entry, sizes, dtype, not no_xla_unfused, progress.stage)
             else:

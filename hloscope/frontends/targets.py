@@ -79,6 +79,9 @@ TARGETS: dict[str, Target] = {
     "gpu-h100": Target("gpu-h100", "cuda", target_config=os.path.join(_CONFIG_DIR,
                                                                       "h100.textproto"),
                        extra="gpu", description="NVIDIA H100 (sm_90), deviceless"),
+    "gpu-a100": Target("gpu-a100", "cuda", target_config=os.path.join(_CONFIG_DIR,
+                                                                      "a100.textproto"),
+                       extra="gpu", description="NVIDIA A100 40GB (sm_80), deviceless"),
 }
 
 

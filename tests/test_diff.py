@@ -1,0 +1,339 @@
+"""`hloscope diff`: model files, HLO file pairs, dump and saved directories, every error path,
+and the library entry points. The numbers are checked against XLA's own figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import pytest
+
+from conftest import ROOT, fixture_path, needs_gpu, needs_jax, needs_tf, needs_tpu
+from hloscope.cli import run
+
+BERT = os.path.join(ROOT, "examples", "bert_layer.py")
+
+
+def diff_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+    assert run(["diff", *args, "--json", "-q"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def error_of(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """Run a failing diff: exit 2, nothing on stdout, no traceback; return the message."""
+    assert run(["diff", *args, "-q"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "hloscope/cli.py" not in err and "hloscope/pipeline.py" not in err
+    return err
+
+
+def model_file(tmp_path, text: str, name: str = "model.py") -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+# --- model files ------------------------------------------------------------------------------
+
+@needs_jax
+def test_bert_forward_matches_xla_fused_and_unfused(capsys) -> None:
+    r = diff_json(capsys, BERT)
+    assert r["schema"] == "hloscope.diff/1" and r["entry"] == "forward"
+    (t,) = r["targets"]
+    assert t["target"] == "cpu" and t["backend"] == "cpu" and t["framework"] == "jax"
+    m = t["memory"]
+    for row in ("eager", "unfused", "fused"):
+        assert set(m[row]) >= {"parameter_bytes", "output_bytes", "temp_peak_bytes",
+                               "temp_packed_bytes"}
+    # BERT-Base layer, batch 1 x seq 128: XLA's figures, and hloscope's to the byte.
+    assert m["xla"]["temp_size_in_bytes"] == m["fused"]["temp_packed_bytes"] == 3_539_968
+    assert m["xla"]["argument_size_in_bytes"] == m["fused"]["parameter_bytes"] == 28_745_216
+    assert m["xla_unfused"]["temp_size_in_bytes"] == m["unfused"]["temp_packed_bytes"]
+    assert t["ratios"] == {"fused_vs_xla_temp": 1.0, "unfused_vs_xla_unfused_temp": 1.0}
+    assert t["pre"]["fusions"] == 0 and t["post"]["fusions"] == len(t["fusions"]) > 0
+    assert t["eliminated"]["count"] > 0 and t["eliminated"]["bytes"] > 0
+    assert t["memory_saved_bytes"] == (m["unfused"]["temp_packed_bytes"]
+                                       - m["fused"]["temp_packed_bytes"]) > 0
+    # Eliminated values per fusion add up to the total; the top list is sorted.
+    assert sum(f["eliminated_count"] for f in t["fusions"]) == t["eliminated"]["count"]
+    tops = [f["eliminated_bytes"] for f in t["top_fusions"]]
+    assert tops == sorted(tops, reverse=True) and tops[0] > 0
+    assert all(any("bert_layer.py" in s for s in f["source_lines"]) for f in t["top_fusions"])
+
+
+@needs_jax
+def test_bert_train_step_terminal_report(capsys) -> None:
+    assert run(["diff", BERT, "--entry", "train_step", "--set", "seq=64", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"hloscope diff {BERT}  entry train_step  (seq=64)")
+    for row in ("eager (pre-opt, op by op)", "unfused (fusions expanded, bfs)",
+                "fused (as compiled)", "XLA memory_analysis()", "XLA without fusion passes",
+                "temp packed / XLA's: fused 1.000, unfused 1.000", "memory saved by fusion",
+                "top fusions by bytes eliminated:", "largest buffers live at the fused peak"):
+        assert row in out, row
+
+
+@needs_jax
+def test_sizes_and_dtype_change_the_program(capsys) -> None:
+    small = diff_json(capsys, BERT, "--set", "seq=32", "--no-xla-unfused")["targets"][0]
+    assert small["memory"]["xla_unfused"] is None
+    bf16 = diff_json(capsys, BERT, "--set", "seq=32", "--dtype", "bf16",
+                     "--no-xla-unfused")["targets"][0]
+    # Every float argument (weights, x, mask) is cast: half the parameter bytes.
+    assert 2 * bf16["memory"]["fused"]["parameter_bytes"] == \
+        small["memory"]["fused"]["parameter_bytes"]
+    assert bf16["memory"]["xla"]["temp_size_in_bytes"] == \
+        bf16["memory"]["fused"]["temp_packed_bytes"]
+
+
+@needs_jax
+def test_list_entries_and_sizes(capsys) -> None:
+    assert run(["diff", BERT, "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "sizes (--set NAME=VALUE): size='base', batch=1, seq=128" in out
+    assert "forward  (jax, 3 arguments)  [default]" in out
+    assert "train_step  (jax, 7 arguments)" in out
+
+
+@needs_tf
+def test_tensorflow_model_file(capsys) -> None:
+    r = diff_json(capsys, os.path.join(ROOT, "examples", "bert_layer_tf.py"))
+    (t,) = r["targets"]
+    assert t["framework"] == "tf" and t["memory"]["xla"] is None
+    assert t["post"]["fusions"] > 0 and t["eliminated"]["count"] > 0
+    assert t["memory"]["fused"]["parameter_bytes"] == 28_745_216  # same layer as the JAX one
+
+
+# --- HLO files and directories ------------------------------------------------------------------
+
+def test_two_hlo_files(capsys) -> None:
+    pre, post = fixture_path("cpu", "bert_layer_forward.pre.hlo"), \
+        fixture_path("cpu", "bert_layer_forward.post.hlo")
+    r = diff_json(capsys, pre, post)
+    (t,) = r["targets"]
+    assert t["memory"]["xla"] is None and t["ratios"]["fused_vs_xla_temp"] is None
+    with open(fixture_path("cpu", "bert_layer_forward.memory.json")) as f:
+        xla = json.load(f)
+    assert t["memory"]["fused"]["temp_packed_bytes"] == xla["temp_size_in_bytes"]
+
+
+def test_dump_directory_takes_xla_figures_from_buffer_assignment(capsys) -> None:
+    d = fixture_path("dumps", "cpu_bert_layer_forward")
+    r = diff_json(capsys, d)
+    (t,) = r["targets"]
+    with open(os.path.join(d, "memory_analysis.json")) as f:
+        xla = json.load(f)
+    for k in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes"):
+        assert t["memory"]["xla"][k] == xla[k]
+    assert t["ratios"]["fused_vs_xla_temp"] == 1.0
+    assert diff_json(capsys, d, "--module", "jit_forward") == r
+    assert "no module 'nope'; modules with both files: module_0042.jit_forward" in \
+        error_of(capsys, d, "--module", "nope")
+
+
+def test_directory_without_a_module_pair(capsys, tmp_path) -> None:
+    assert "no module with both *before_optimizations.txt" in error_of(capsys, str(tmp_path))
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(fixture_path("dumps"))))
+def test_buffer_assignment_figures_equal_memory_analysis_on_cpu_and_gpu(name) -> None:
+    from hloscope.analysis.xla_dump import (dump_modules, figures_from_buffer_assignment,
+                                            read_buffer_assignment)
+    d = fixture_path("dumps", name)
+    (m,) = dump_modules(d)
+    with open(m.buffer_assignment) as f:
+        ours = figures_from_buffer_assignment(read_buffer_assignment(f.read()))
+    with open(os.path.join(d, "memory_analysis.json")) as f:
+        xla = json.load(f)
+    assert ours["argument_size_in_bytes"] == xla["argument_size_in_bytes"]
+    assert ours["output_size_in_bytes"] == xla["output_size_in_bytes"]
+    if name.startswith("tpu"):  # memory_analysis() on tpu also counts compiler scratch
+        assert ours["temp_size_in_bytes"] < xla["temp_size_in_bytes"]
+    else:
+        assert ours["temp_size_in_bytes"] == xla["temp_size_in_bytes"]
+
+
+@needs_jax
+def test_save_then_diff_the_saved_directory(capsys, tmp_path) -> None:
+    saved = str(tmp_path / "run")
+    first = diff_json(capsys, BERT, "--set", "seq=32", "--save", saved)
+    assert sorted(os.listdir(saved)) == ["cpu", "report.json"]
+    assert sorted(os.listdir(os.path.join(saved, "cpu"))) == \
+        ["post.hlo", "post.nofusion.hlo", "pre.hlo", "target.json"]
+    with open(os.path.join(saved, "report.json")) as f:
+        assert json.load(f) == first
+
+    def same(r: dict) -> dict:  # where the module text was read from differs, nothing else
+        return {**r, "targets": [{**t, "source": ""} for t in r["targets"]]}
+
+    again = diff_json(capsys, saved)
+    assert again["targets"][0]["source"].endswith(os.path.join("run", "cpu", "post.hlo"))
+    assert same(again) == same(first)
+    # A target folder alone, and the saved files through the other commands.
+    assert same(diff_json(capsys, os.path.join(saved, "cpu")))["targets"] == \
+        same(first)["targets"]
+    assert run(["memory", os.path.join(saved, "cpu", "post.hlo"), "--json"]) == 0
+    mem = json.loads(capsys.readouterr().out)
+    assert mem["fused"]["temp_packed_bytes"] == \
+        first["targets"][0]["memory"]["fused"]["temp_packed_bytes"]
+
+
+# --- errors a person understands ---------------------------------------------------------------
+
+def test_no_such_file(capsys) -> None:
+    assert "no such file: nowhere.py" in error_of(capsys, "nowhere.py")
+
+
+def test_one_hlo_file_points_to_the_right_command(capsys) -> None:
+    err = error_of(capsys, fixture_path("cpu", "softmax.post.hlo"))
+    assert "expected a model file (.py), two HLO files" in err and "hloscope memory" in err
+
+
+def test_no_entry_point(capsys, tmp_path) -> None:
+    err = error_of(capsys, model_file(tmp_path, "x = 1\n"))
+    assert "defines no hloscope_entries(); add a function" in err
+    assert "def hloscope_entries(batch=1, seq=128):" in err
+
+
+def test_syntax_error_is_located(capsys, tmp_path) -> None:
+    path = model_file(tmp_path, "def hloscope_entries(:\n    pass\n")
+    assert f"{path}:1:" in error_of(capsys, path) and "syntax error" in error_of(capsys, path)
+
+
+def test_exception_in_the_users_file_shows_the_users_traceback(capsys, tmp_path) -> None:
+    path = model_file(tmp_path, """\
+        def helper():
+            raise ValueError("seq must be even")
+
+        def hloscope_entries(seq=3):
+            helper()
+        """)
+    err = error_of(capsys, path)
+    assert "hloscope_entries() raised ValueError: seq must be even" in err
+    assert f'File "{path}", line 5, in hloscope_entries' in err
+    assert f'File "{path}", line 2, in helper' in err
+    assert "hloscope/frontends" not in err
+
+
+def test_exception_at_import(capsys, tmp_path) -> None:
+    err = error_of(capsys, model_file(tmp_path, "import no_such_module_xyz\n"))
+    assert "raised ModuleNotFoundError: No module named 'no_such_module_xyz'" in err
+
+
+@needs_jax
+def test_unknown_entry_lists_the_names(capsys) -> None:
+    assert "has no entry 'backward'; its entries: forward, train_step" in \
+        error_of(capsys, BERT, "--entry", "backward")
+
+
+@needs_jax
+def test_size_the_entry_does_not_take(capsys) -> None:
+    err = error_of(capsys, BERT, "--set", "layers=2")
+    assert "takes no size 'layers'; it takes: size='base', batch=1, seq=128" in err
+    assert "--set expects NAME=VALUE" in error_of(capsys, BERT, "--set", "seq")
+
+
+def test_unknown_target(capsys) -> None:
+    assert "unknown target 'tpu-v99'" in error_of(capsys, BERT, "--target", "tpu-v99")
+
+
+def test_target_whose_extra_is_missing(capsys, monkeypatch) -> None:
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "libtpu" else real(name, *a))
+    assert "target tpu-v3 needs libtpu: pip install -e '.[tpu]'" in \
+        error_of(capsys, BERT, "--target", "tpu-v3")
+
+
+@needs_jax
+def test_tracing_error_in_the_users_function(capsys, tmp_path) -> None:
+    path = model_file(tmp_path, """\
+        import jax.numpy as jnp
+
+        def bad(x):
+            return x @ jnp.ones((3, 3))
+
+        def hloscope_entries():
+            return {"bad": (bad, (jnp.ones((2, 2)),))}
+        """)
+    err = error_of(capsys, path)
+    assert "tracing entry 'bad' raised TypeError" in err
+    assert f'File "{path}", line 4, in bad' in err
+
+
+@needs_jax
+def test_compile_error_from_xla(capsys, tmp_path) -> None:
+    path = model_file(tmp_path, """\
+        import jax
+        import jax.numpy as jnp
+
+        def f(x):
+            return jax.ffi.ffi_call("hloscope_no_such_target",
+                                    jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+        def hloscope_entries():
+            return {"f": (f, (jnp.ones((4,)),))}
+        """)
+    err = error_of(capsys, path, "--no-xla-unfused")
+    assert "XLA could not compile for cpu" in err and "hloscope_no_such_target" in err
+
+
+# --- the library -------------------------------------------------------------------------------
+
+@needs_jax
+def test_library_diff_and_notebook_table() -> None:
+    import jax.numpy as jnp
+
+    import hloscope
+
+    def f(x):
+        return jnp.exp(jnp.tanh(x) * 2.0).sum(axis=0)
+
+    r = hloscope.diff(f, jnp.ones((256, 512)))
+    t = r.target("cpu")
+    assert t.memory.xla is not None
+    assert t.memory.fused.temp_packed_bytes == t.memory.xla["temp_size_in_bytes"]
+    # Unfused, tanh and multiply and exp are each a [256,512] f32 buffer (512 KiB).
+    assert t.eliminated.count >= 2 and t.eliminated.bytes >= 2 * 256 * 512 * 4
+    html = r._repr_html_()
+    assert html.startswith("<table>") and "XLA without fusion" in html and "fused" in html
+
+
+def test_library_diff_files() -> None:
+    import hloscope
+    r = hloscope.diff_files(fixture_path("cpu", "softmax.pre.hlo"),
+                            fixture_path("cpu", "softmax.post.hlo"))
+    (t,) = r.targets
+    assert t.post.fusions > 0 and t.memory.eager is not None
+
+
+def test_size_values_are_typed() -> None:
+    from hloscope.frontends.loader import parse_size
+    assert parse_size("seq=512") == ("seq", 512)
+    assert parse_size("lr=1e-4") == ("lr", 1e-4)
+    assert parse_size("remat=True") == ("remat", True)
+    assert parse_size("size=large") == ("size", "large")
+
+
+# --- other targets (each in its worker process) ---------------------------------------------
+
+@needs_tpu
+def test_tpu_targets_side_by_side(capsys) -> None:
+    r = diff_json(capsys, BERT, "--target", "cpu,tpu-v3", "--set", "seq=64")
+    cpu, tpu = r["targets"]
+    assert (cpu["target"], tpu["target"], tpu["backend"]) == ("cpu", "tpu-v3", "tpu")
+    assert tpu["memory"]["xla"]["temp_size_in_bytes"] > 0
+    # Same program: the pre-optimization modules agree across targets.
+    assert cpu["pre"]["instructions"] == tpu["pre"]["instructions"]
+    assert 0.9 < tpu["ratios"]["fused_vs_xla_temp"] <= 1.0
+
+
+@needs_gpu
+def test_gpu_targets(capsys) -> None:
+    r = diff_json(capsys, BERT, "--target", "gpu-h100,gpu-a100", "--entry", "train_step",
+                  "--set", "seq=64")
+    for t in r["targets"]:
+        assert t["backend"] == "gpu" and t["ratios"]["fused_vs_xla_temp"] == 1.0
