@@ -337,3 +337,60 @@ def test_gpu_targets(capsys) -> None:
                   "--set", "seq=64")
     for t in r["targets"]:
         assert t["backend"] == "gpu" and t["ratios"]["fused_vs_xla_temp"] == 1.0
+
+
+# --- the example model files ---------------------------------------------------------------
+
+def example(name: str) -> str:
+    return os.path.join(ROOT, "examples", name)
+
+
+@needs_jax
+@pytest.mark.parametrize("name,args", [
+    ("gpt2_block.py", ["--set", "hidden=128", "--set", "heads=4", "--set", "seq=64"]),
+    ("gpt2_block.py", ["--entry", "grad", "--set", "hidden=128", "--set", "heads=4"]),
+    ("convnet_bn.py", ["--set", "batch=4", "--set", "image=16"]),
+    ("bert_stack.py", ["--set", "seq=32"]),
+    ("scan_rnn.py", []),
+])
+def test_example_model_files_match_xla(capsys, name, args) -> None:
+    (t,) = diff_json(capsys, example(name), *args)["targets"]
+    # Fused: XLA's own figure to the byte. Unfused: within 5% of XLA's no-fusion compile.
+    assert t["ratios"]["fused_vs_xla_temp"] == 1.0
+    assert 0.95 <= t["ratios"]["unfused_vs_xla_unfused_temp"] <= 1.05
+    assert t["eliminated"]["count"] > 0
+
+
+def _scores_bytes(capsys, seq: int) -> int:
+    (t,) = diff_json(capsys, example("gpt2_block.py"), "--set", "hidden=64", "--set",
+                     "heads=2", "--set", f"seq={seq}", "--no-xla-unfused")["targets"]
+    return t["eliminated"]["bytes"]
+
+
+@needs_jax
+def test_gpt2_attention_intermediates_grow_with_seq_squared(capsys) -> None:
+    # Doubling seq doubles the [seq, hidden] intermediates and quadruples the [heads, seq, seq]
+    # scores, mask and softmax ones: the eliminated bytes grow by more than 2x (2.30x measured
+    # at hidden 64: a purely linear program would give 2.00x).
+    assert _scores_bytes(capsys, 128) > 2.2 * _scores_bytes(capsys, 64)
+
+
+@needs_jax
+def test_convnet_bn_parameter_bytes(capsys) -> None:
+    (t,) = diff_json(capsys, example("convnet_bn.py"), "--no-xla-unfused")["targets"]
+    weights = 3 * 3 * 3 * 32 + 2 * 32 + 3 * 3 * 32 * 32 + 2 * 32 + 32 * 10
+    images, labels = 16 * 32 * 32 * 3, 16
+    assert t["memory"]["fused"]["parameter_bytes"] == 4 * (weights + images + labels)
+
+
+@needs_jax
+def test_bert_stack_layers_is_a_size(capsys) -> None:
+    def params(layers: int) -> int:
+        (t,) = diff_json(capsys, example("bert_stack.py"), "--set", f"layers={layers}",
+                         "--set", "seq=16", "--no-xla-unfused")["targets"]
+        return t["memory"]["fused"]["parameter_bytes"]
+
+    hidden, inter = 768, 3072
+    layer = 4 * (hidden * hidden + hidden) + 2 * (hidden * inter) + inter + hidden + 4 * hidden
+    # Each layer adds its weights three times: parameters, Adam's m and v.
+    assert params(2) - params(1) == 3 * 4 * layer
