@@ -199,3 +199,15 @@ def test_memory_report_on_every_fixture(path: str) -> None:
     # Unfused keeps every parameter and output; only temporaries change.
     assert (r.unfused.parameter_bytes, r.unfused.output_bytes) == (r.fused.parameter_bytes,
                                                                    r.fused.output_bytes)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 20), st.integers(0, 5000)),
+                min_size=1, max_size=80),
+       st.sampled_from([1, 64, 256]))
+def test_online_allocator_places_exactly_like_the_timeline_heap(specs, alignment) -> None:
+    from hloscope.analysis.heap import Interval, _place, _place_online
+    intervals = [Interval(i, size, ((start, start + length),))
+                 for i, (start, length, size) in enumerate(specs)]
+    temporal = sorted(intervals, key=lambda iv: (iv.start, -iv.size, iv.id))
+    assert _place_online(temporal, alignment) == _place(temporal, alignment)

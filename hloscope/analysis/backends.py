@@ -193,6 +193,8 @@ class Backend:
     table_min_size: int = 0  # an appended tuple table takes at least this many bytes
     # XLA's memory schedulers for this backend; the unfused estimate keeps the cheapest order.
     schedulers: tuple[str, ...] = ("list", "dfs", "post-order")
+    # XLA's heap tries both orders and keeps the smaller (ChooseBestHeapAlgorithm).
+    heap_orders: tuple[str, ...] = ("spatial", "temporal")
 
 
 def never_share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
@@ -226,9 +228,11 @@ BACKENDS: dict[str, Backend] = {
 }
 
 # A framework without a fusing compiler, running the pre-optimization module op by op: every
-# non-view instruction a buffer of its own, freed after its last use, nothing shared.
+# non-view instruction a buffer of its own, freed after its last use, nothing shared. Its
+# allocator works online, in program order, knowing nothing of later sizes: the temporal
+# order only (a best-fit allocator), not XLA's offline choice of the better of two orders.
 EAGER = Backend("eager", 1, never_share, padded_sizes=False, count_tuple_tables=False,
-                temps_in_outputs=False)
+                temps_in_outputs=False, heap_orders=("temporal",))
 
 
 def backend_for(module: Module, name: Optional[str] = None) -> Backend:

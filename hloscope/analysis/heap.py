@@ -9,7 +9,8 @@ occupies its offset during each member's range, so gaps between members stay usa
 
 Offsets are kept in per-time-window lists of placed chunks, so one placement costs the number
 of chunks live over its own range, not the number of buffers placed: no quadratic blow-up on
-a long schedule of short-lived buffers.
+a long schedule of short-lived buffers. In the temporal order with one range per buffer (the
+eager model: an online allocator) a free list of gaps gives the same placements faster.
 """
 
 from __future__ import annotations
@@ -108,20 +109,75 @@ def _place(intervals: list[Interval], alignment: int) -> tuple[dict[int, int], i
         busy.sort()
         offset = _best_fit(busy, iv.size, alignment)
         offsets[iv.id] = offset
-        for s, e in iv.ranges:
-            timeline.add(s, e, offset, iv.size)
+        if iv.size:  # an empty buffer takes no room, and splits no gap
+            for s, e in iv.ranges:
+                timeline.add(s, e, offset, iv.size)
         heap = max(heap, offset + iv.size)
     return offsets, heap
 
 
-def pack(intervals: list[Interval], alignment: int = 1) -> Placement:
+def _place_online(intervals: list[Interval], alignment: int) -> tuple[dict[int, int], int]:
+    """``_place`` for intervals of one range each, given in start-time order: then the chunks
+    that conflict with the next one are exactly those still live at its start, so an
+    allocator's free list gives the same best fit without querying placed chunks. The free
+    gaps (sorted, disjoint; the last one open-ended) are split on placement and merged back
+    when a chunk's range has ended. Same offsets as ``_place`` (a test checks it)."""
+    import bisect
+    import heapq
+    top = 1 << 62
+    starts, ends = [0], [top]  # free gaps [starts[i], ends[i])
+    live: list[tuple[int, int, int]] = []  # (end time, offset, size)
+    offsets: dict[int, int] = {}
+    heap = 0
+    for iv in intervals:
+        (start, end), = iv.ranges
+        while live and live[0][0] < start:
+            _, off, size = heapq.heappop(live)
+            lo, hi = off, off + size
+            i = bisect.bisect_left(starts, lo)
+            if i < len(starts) and starts[i] == hi:  # merge with the free gap above
+                hi = ends[i]
+                del starts[i], ends[i]
+            if i > 0 and ends[i - 1] == lo:  # ... and with the one below
+                lo = starts[i - 1]
+                del starts[i - 1], ends[i - 1]
+                i -= 1
+            starts.insert(i, lo)
+            ends.insert(i, hi)
+        best, best_gap = -1, -1
+        for k in range(len(starts) - 1):
+            at = _align(starts[k], alignment)
+            gap = ends[k] - at
+            if gap >= iv.size and (best_gap < 0 or gap < best_gap):
+                best, best_gap = k, gap
+        k = best if best >= 0 else len(starts) - 1
+        lo, hi = starts[k], ends[k]
+        offset = _align(lo, alignment)
+        offsets[iv.id] = offset
+        if iv.size:  # an empty buffer takes no room, and splits no gap
+            del starts[k], ends[k]
+            pieces = [(a, b) for a, b in ((lo, offset), (offset + iv.size, hi)) if b > a]
+            for a, b in reversed(pieces):
+                starts.insert(k, a)
+                ends.insert(k, b)
+            heapq.heappush(live, (end, offset, iv.size))
+        heap = max(heap, offset + iv.size)
+    return offsets, heap
+
+
+def pack(intervals: list[Interval], alignment: int = 1,
+         orders: tuple[str, ...] = ("spatial", "temporal")) -> Placement:
     """Place every interval; return the offsets and heap size of the better of XLA's two
-    orders (spatial: size, then lifetime; temporal: start time, then size)."""
-    spatial = sorted(intervals, key=lambda iv: (-iv.size, -(iv.end - iv.start), iv.id))
-    temporal = sorted(intervals, key=lambda iv: (iv.start, -iv.size, iv.id))
+    orders (spatial: size, then lifetime; temporal: start time, then size), or of the
+    ``orders`` given."""
+    keys = {"spatial": lambda iv: (-iv.size, -(iv.end - iv.start), iv.id),
+            "temporal": lambda iv: (iv.start, -iv.size, iv.id)}
+    single = all(len(iv.ranges) == 1 for iv in intervals)
     best: Placement | None = None
-    for name, order in (("spatial", spatial), ("temporal", temporal)):
-        offsets, heap = _place(order, alignment)
+    for name in orders:
+        order = sorted(intervals, key=keys[name])
+        place = _place_online if name == "temporal" and single else _place
+        offsets, heap = place(order, alignment)
         if best is None or heap < best.heap_size:
             best = Placement(offsets, heap, name)
     assert best is not None

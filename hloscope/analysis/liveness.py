@@ -548,7 +548,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         slot_of[g] = slot
 
     placement = pack([Interval(s.id, s.size, tuple((m.start, m.end) for m in s.members))
-                      for s in heap_slots], be.alignment)
+                      for s in heap_slots], be.alignment, be.heap_orders)
     heap = placement.heap_size
     top = heap
     # Smallest first (measured: the gpu dumps place a 40-byte table after the 16-byte ones).
