@@ -67,6 +67,7 @@ def device_for(target: Target) -> Any:
     from jax.experimental import topologies
     try:
         if target.platform == "tpu":
+            assert target.topology is not None
             topo = topologies.get_topology_desc(topology_name=target.topology, platform="tpu")
         else:
             assert target.target_config is not None
@@ -105,7 +106,7 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
         dt = a.dtype
         if cast is not None and jax.numpy.issubdtype(dt, jax.numpy.floating):
             dt = cast
-        return jax.ShapeDtypeStruct(a.shape, dt)
+        return jax.ShapeDtypeStruct(a.shape, dt)  # type: ignore[no-untyped-call]
 
     specs = jax.tree.map(spec, args)
     sharding = SingleDeviceSharding(device)
@@ -118,7 +119,7 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
             "xla_disable_hlo_passes": t.no_fusion_passes}) if xla_unfused else None
     except Exception as e:  # jaxlib's XlaRuntimeError and friends
         raise compile_error(e, t.name) from e
-    return Lowered(pre, compiled.as_text(), t.name, memory_stats(compiled),
+    return Lowered(pre, compiled.as_text() or "", t.name, memory_stats(compiled),
                    unfused.as_text() if unfused is not None else None,
                    memory_stats(unfused) if unfused is not None else {})
 
