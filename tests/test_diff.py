@@ -329,6 +329,7 @@ def test_tpu_targets_side_by_side(capsys) -> None:
     # Same program: the pre-optimization modules agree across targets.
     assert cpu["pre"]["instructions"] == tpu["pre"]["instructions"]
     assert 0.9 < tpu["ratios"]["fused_vs_xla_temp"] <= 1.0
+    assert "compiler scratch" in tpu["notes"][0] and cpu["notes"] == []
 
 
 @needs_gpu

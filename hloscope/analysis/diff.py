@@ -121,6 +121,7 @@ class TargetReport:
     live_at_peak: tuple[LiveValue, ...]  # at the fused peak, largest first
     fusions: tuple[FusionRow, ...]  # every fusion, in the module's order
     memory_saved_bytes: int  # unfused minus fused packed temp
+    notes: tuple[str, ...] = ()  # what the figures do not model here, in words
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +188,14 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
     top_rows = tuple(sorted((r for r in rows if r.eliminated_bytes),
                             key=lambda r: (-r.eliminated_bytes, r.name))[:top])
     x, xu = _xla(xla), _xla(xla_unfused)
+    notes = []
+    if mem.backend == "tpu-v4":
+        notes.append("tpu-v4 and later place buffers in on-chip memory (memory-space "
+                     "assignment), which hloscope does not model: compare XLA's rows; the "
+                     "unfused and saved figures here are not comparable to them")
+    elif mem.backend == "tpu":
+        notes.append("XLA:TPU's memory_analysis() also counts compiler scratch, which the "
+                     "module text does not show: fused temp comes out a few percent below it")
     assert mem.eager is not None and fus.pre_post is not None
     p = fus.pre_post
     return TargetReport(
@@ -200,7 +209,8 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
                       _ratio(mem.unfused.temp_packed_bytes, xu)),
         pre_post=PrePostCounts(p.materialized, p.fused, p.gone, p.coverage),
         top_fusions=top_rows, live_at_peak=mem.fused.live_at_peak, fusions=rows,
-        memory_saved_bytes=mem.unfused.temp_packed_bytes - mem.fused.temp_packed_bytes)
+        memory_saved_bytes=mem.unfused.temp_packed_bytes - mem.fused.temp_packed_bytes,
+        notes=tuple(notes))
 
 
 def report(targets: tuple[TargetReport, ...], model: str, entry: str = "",

@@ -199,6 +199,8 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
     if r.fused_vs_xla_temp is not None or r.unfused_vs_xla_unfused_temp is not None:
         lines.append(f"  temp packed / XLA's: fused {_ratio(r.fused_vs_xla_temp)}, unfused "
                      f"{_ratio(r.unfused_vs_xla_unfused_temp)} (1.000: the same byte count)")
+    for note in t.notes:
+        lines.append(f"  note: {note}")
     e = t.eliminated
     saved = t.memory_saved_bytes
     lines += ["", f"memory saved by fusion (unfused - fused temp packed): "
@@ -251,8 +253,11 @@ def render_diff(r: Report, top: int = 10) -> str:
                          human_bytes(t.memory_saved_bytes)))
         lines += table(rows)
         lines.append("")
+    reasons: dict[str, list[str]] = {}
     for name, why in r.skipped.items():
-        lines.append(f"skipped {name}: {why}")
+        reasons.setdefault(why, []).append(name)
+    for why, names in reasons.items():
+        lines.append(f"skipped {', '.join(names)}: {why}")
     if r.skipped:
         lines.append("")
     for i, t in enumerate(r.targets):
