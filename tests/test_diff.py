@@ -217,6 +217,26 @@ def test_exception_in_the_users_file_shows_the_users_traceback(capsys, tmp_path)
     assert "hloscope/frontends" not in err
 
 
+@needs_jax
+def test_model_file_with_a_dataclass(capsys, tmp_path) -> None:
+    # Dataclasses resolve their module by name: the file must be registered as one.
+    path = model_file(tmp_path, """\
+        from __future__ import annotations
+        import dataclasses
+        import jax.numpy as jnp
+
+        @dataclasses.dataclass
+        class Config:
+            width: int = 64
+
+        def hloscope_entries(width: int = 64):
+            cfg = Config(width)
+            return {"f": (lambda x: jnp.tanh(x) * 2.0, (jnp.ones((8, cfg.width)),))}
+        """, "with_dataclass.py")
+    (t,) = diff_json(capsys, path, "--set", "width=32", "--no-xla-unfused")["targets"]
+    assert t["memory"]["fused"]["parameter_bytes"] == 8 * 32 * 4
+
+
 def test_exception_at_import(capsys, tmp_path) -> None:
     err = error_of(capsys, model_file(tmp_path, "import no_such_module_xyz\n"))
     assert "raised ModuleNotFoundError: No module named 'no_such_module_xyz'" in err

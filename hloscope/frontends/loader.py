@@ -108,6 +108,9 @@ def load_model_file(path: str) -> ModelFile:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if directory not in sys.path:
         sys.path.insert(0, directory)
+    # Registered before it runs, as an import would: dataclasses and pickling look the
+    # module up by name.
+    sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
     except SyntaxError as e:
