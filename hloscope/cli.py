@@ -20,6 +20,12 @@ def fail(message: str) -> NoReturn:
     sys.exit(2)
 
 
+def fail_parse(error: HloParseError) -> NoReturn:
+    """The located error with a caret under the column, exit 2."""
+    click.echo(error.format(caret=True), err=True)
+    sys.exit(2)
+
+
 def load_module(path: str) -> Module:
     """Read and parse HLO text from a file or '-' (stdin); exit 2 with a located error."""
     try:
@@ -35,8 +41,7 @@ def load_module(path: str) -> Module:
     try:
         return parse(data, source)
     except HloParseError as e:
-        click.echo(e.format(caret=True), err=True)
-        sys.exit(2)
+        fail_parse(e)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -134,7 +139,6 @@ def _targets(spec: str) -> tuple[list[str], dict[str, str]]:
     import importlib.util
 
     from hloscope.frontends.targets import TARGETS, UnknownTargetError, get_target
-    plugin = {"cpu": "jax", "tpu": "libtpu", "cuda": "jax_cuda12_plugin"}
     names = list(TARGETS) if spec.strip() == "all" else [n.strip() for n in spec.split(",")
                                                          if n.strip()]
     chosen, skipped = [], {}
@@ -143,10 +147,8 @@ def _targets(spec: str) -> tuple[list[str], dict[str, str]]:
             t = get_target(n)
         except UnknownTargetError as e:
             fail(str(e) + " (or all)")
-        if importlib.util.find_spec("jax") is None or \
-                importlib.util.find_spec(plugin[t.platform]) is None:
-            extra = t.extra or "jax"
-            why = f"needs {plugin[t.platform]}: pip install -e '.[{extra}]'"
+        if importlib.util.find_spec("jax") is None or importlib.util.find_spec(t.plugin) is None:
+            why = f"needs {t.plugin}: pip install -e '.[{t.extra or 'jax'}]'"
             if spec.strip() != "all":
                 fail(f"target {n} {why}")
             skipped[n] = why
@@ -223,9 +225,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
                 for p in paths:
                     if not os.path.isfile(p):
                         fail(f"no such file: {p}")
-                programs = [pipeline.Program(
-                    "hlo", pipeline.read_text(paths[0]), pipeline.read_text(paths[1]),
-                    paths[0], paths[1], backend)]
+                programs = [pipeline.files_program(paths[0], paths[1], backend=backend)]
             elif len(paths) == 1 and os.path.isdir(paths[0]):
                 saved = pipeline.saved_programs(paths[0])
                 if saved is not None:
@@ -261,8 +261,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
             pipeline.DirectoryError) as e:
         fail(str(e))
     except HloParseError as e:
-        click.echo(e.format(caret=True), err=True)
-        sys.exit(2)
+        fail_parse(e)
     if save_dir:
         written = pipeline.save_programs(save_dir, programs, rep)
         if not quiet:

@@ -110,8 +110,12 @@ def diff_files(pre: str, post: str, target: str = "", backend: Optional[str] = N
                top: int = 10) -> Report:
     """The report for two HLO text files (before and after optimization). No XLA figures:
     the memory rows are hloscope's own."""
-    program = Program(target or "hlo", read_text(pre), read_text(post), pre, post, backend)
-    return diff_programs([program], f"{pre} {post}", top=top)
+    return diff_programs([files_program(pre, post, target, backend)], f"{pre} {post}", top=top)
+
+
+def files_program(pre: str, post: str, target: str = "",
+                  backend: Optional[str] = None) -> Program:
+    return Program(target or "hlo", read_text(pre), read_text(post), pre, post, backend)
 
 
 # --- directories: --xla_dump_to output and what --save writes --------------------------------

@@ -34,7 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 FIXTURES = os.path.join(ROOT, "fixtures")
-from hloscope.frontends.targets import NO_FUSION  # noqa: E402
+from hloscope.frontends.targets import NO_FUSION, get_target  # noqa: E402
 
 DEFAULT_TARGETS = ("cpu", "tpu-v3", "tpu-v4", "gpu-h100")
 
@@ -178,13 +178,7 @@ def capture_dump(target: str, model: str, entry: str, variant: str, python: str)
 
 
 def available(target: str) -> bool:
-    if target == "cpu":
-        return importlib.util.find_spec("jax") is not None
-    if target.startswith("tpu"):
-        return importlib.util.find_spec("libtpu") is not None
-    if target.startswith("gpu"):
-        return importlib.util.find_spec("jax_cuda12_plugin") is not None
-    return False
+    return importlib.util.find_spec(get_target(target).plugin) is not None
 
 
 def main() -> int:

@@ -77,8 +77,7 @@ def device_for(target: Target) -> Any:
                                                 topology="1x1x1")
     except Exception as e:  # a missing or busy plugin shows up as many different errors
         import importlib.util
-        plugin = "libtpu" if target.platform == "tpu" else "jax_cuda12_plugin"
-        hint = "" if importlib.util.find_spec(plugin) else \
+        hint = "" if importlib.util.find_spec(target.plugin) else \
             f"; install it with: pip install -e '.[{target.extra}]'"
         reason = str(e).splitlines()[0] if str(e) else repr(e)
         raise MissingCompilerError(f"cannot compile for {target.name}: {reason}{hint}") from e

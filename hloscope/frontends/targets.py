@@ -26,6 +26,11 @@ class Target:
     description: str = ""
 
     @property
+    def plugin(self) -> str:
+        """The Python module that brings this target's compiler."""
+        return {"cpu": "jax", "tpu": "libtpu", "cuda": "jax_cuda12_plugin"}[self.platform]
+
+    @property
     def backend(self) -> str:
         """The analyses' backend table key (hloscope.analysis.backends): tpu-v2/v3 keep tuple
         tables in temp; v4 and later place them with memory-space assignment."""
