@@ -6,13 +6,18 @@ Exit codes: 0 ok, 1 the analysis found a problem the user asked about, 2 bad inp
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import NoReturn, Optional
+from typing import TYPE_CHECKING, NoReturn, Optional
 
 import click
 
 from hloscope.hlo.ir import Module
 from hloscope.hlo.parser import HloParseError, parse
+
+if TYPE_CHECKING:
+    from hloscope.analysis.diff import Report
+    from hloscope.pipeline import Modules
 
 
 def fail(message: str) -> NoReturn:
@@ -116,8 +121,12 @@ def fusions(file: str, pre_file: Optional[str], as_json: bool, sort_by: str, top
               help="Rows of the live-at-peak and eliminated tables.")
 @click.option("--by", type=click.Choice(["scope", "fusion", "opcode"]), default="scope",
               show_default=True, help="How to group the eliminated intermediates.")
+@click.option("--plot", is_flag=True, help="Add a text chart of the bytes live over the "
+                                           "schedule, fused and unfused (and eager with --pre).")
+@click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
+              help="Write the memory timeline as SVG here (needs matplotlib: the plot extra).")
 def memory(file: str, pre_file: Optional[str], backend: Optional[str], as_json: bool,
-           top: int, by: str) -> None:
+           top: int, by: str, plot: bool, svg_path: Optional[str]) -> None:
     """Live buffers of an optimized module with and without fusion: parameters, outputs,
     constants, temp peak and packed temp (XLA's temp_size_in_bytes), the intermediates fusion
     eliminated, and the largest buffers live at the peak."""
@@ -125,12 +134,96 @@ def memory(file: str, pre_file: Optional[str], backend: Optional[str], as_json: 
     post = load_module(file)
     pre = load_module(pre_file) if pre_file else None
     report = memory_report(post, backend, pre)
+    if svg_path:
+        from hloscope.present.plot import matplotlib_missing, timeline_svg
+        missing = matplotlib_missing()
+        if missing:
+            fail(missing)
+        _write_text(svg_path, timeline_svg(report.timelines, report.fused.live_at_peak,
+                                           report.module))
+        click.echo(f"wrote {svg_path}", err=True)
     if as_json:
         from hloscope.present.json import render
         click.echo(render(report), nl=False)
         return
     from hloscope.present.terminal import render_memory
     click.echo(render_memory(report, top, by), nl=False)
+    if plot:
+        from hloscope.present.plot import text_chart
+        click.echo("\n" + text_chart(report.timelines), nl=False)
+
+
+def _write_text(path: str, text: str) -> None:
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        fail(f"cannot write {path}: {e.strerror or e}")
+
+
+@main.command()
+@click.argument("file", type=click.Path(allow_dash=True, dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Where to write the picture: .svg, .png, .pdf, or .dot for the source "
+                   "(default: the DOT source on stdout).")
+@click.option("--computation", help="Draw this computation instead of the entry (a while "
+                                    "body, a fused computation, ...).")
+@click.option("--collapse/--no-collapse", default=None,
+              help="One node per fusion, or each fusion's ops in its cluster (default: "
+                   "collapse when the expanded picture exceeds --max-nodes).")
+@click.option("--scope", help="Only instructions whose op_name (or a fused op's) matches this "
+                              "regular expression, e.g. 'layer_3/attention'.")
+@click.option("--around", metavar="NAME", help="Only instructions within --depth hops of "
+                                               "this one (a fused op means its fusion).")
+@click.option("--depth", type=click.IntRange(min=0), default=2, show_default=True)
+@click.option("--max-nodes", type=click.IntRange(min=1), default=None,
+              help="Most nodes to draw; the rest is cut, in schedule order, and the picture "
+                   "says so (default 300).")
+@click.option("--pre", "pre_file", type=click.Path(dir_okay=False),
+              help="The pre-optimization HLO of the same program (for --before-after).")
+@click.option("--before-after", is_flag=True,
+              help="Draw the pre-optimization ops (of --scope) beside the fused result, each "
+                   "linked to the fusion or buffer it became. Needs --pre.")
+def graph(file: str, output: Optional[str], computation: Optional[str],
+          collapse: Optional[bool], scope: Optional[str], around: Optional[str], depth: int,
+          max_nodes: Optional[int], pre_file: Optional[str], before_after: bool) -> None:
+    """The fusion graph of an optimized module: each fusion a cluster of its ops, filled by
+    kind; solid edges are buffers in device memory (labelled with their bytes), dashed edges
+    the intermediates fusion keeps out of it."""
+    from hloscope.analysis.fusion_graph import (DEFAULT_MAX_NODES, GraphSelectionError,
+                                                fusion_graph)
+    from hloscope.present import dot
+    if before_after and not pre_file:
+        fail("--before-after needs --pre PRE.hlo, the module before optimization")
+    if output:
+        ext = os.path.splitext(output)[1].lower()
+        if ext not in dot.FORMATS:
+            fail(f"{output}: unknown picture format {ext or '(none)'}; use one of "
+                 + ", ".join(sorted(dot.FORMATS)))
+    post = load_module(file)
+    pre = load_module(pre_file) if pre_file and before_after else None
+    pre_post = None
+    if pre is not None:
+        from hloscope.analysis.fusion import pre_post_map
+        pre_post = pre_post_map(pre, post)
+    try:
+        g = fusion_graph(post, computation, collapse, scope, around, depth,
+                         max_nodes or DEFAULT_MAX_NODES, pre, pre_post)
+    except GraphSelectionError as e:
+        fail(str(e))
+    for note in g.notes:
+        click.echo(f"hloscope: {note}", err=True)
+    if not output:
+        click.echo(dot.dot_source(g), nl=False)
+        return
+    try:
+        dot.write(g, output)
+    except dot.DotMissingError as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"cannot write {output}: {e.strerror or e}")
+    click.echo(f"wrote {output} ({len(g.nodes):,} nodes, {len(g.clusters):,} clusters, "
+               f"{len(g.edges):,} edges)", err=True)
 
 
 def _targets(spec: str) -> tuple[list[str], dict[str, str]]:
@@ -195,13 +288,19 @@ def _list_entries(path: str, sizes: dict[str, object]) -> None:
               help="Write pre/post HLO, XLA's figures and report.json here; `hloscope diff "
                    "DIR` and the other commands read them back without JAX.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False),
+              help="Write the report as one self-contained HTML page (timeline, tables, "
+                   "fusion graph; opens offline).")
+@click.option("--svg", "svg_dir", type=click.Path(file_okay=False),
+              help="Write each target's fusion graph and memory timeline as SVG here.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Rows of the top-fusion and live-at-peak tables.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: tuple[str, ...],
          list_entries: bool, dtype: Optional[str], no_xla_unfused: bool,
          module_name: Optional[str], backend: Optional[str], save_dir: Optional[str],
-         as_json: bool, top: int, quiet: bool) -> None:
+         as_json: bool, html_path: Optional[str], svg_dir: Optional[str], top: int,
+         quiet: bool) -> None:
     """Before vs after XLA optimization: fusions and memory with and without fusion, beside
     XLA's own figures. PATHS is a model file (MODEL.py defining hloscope_entries), two HLO
     files (PRE POST), an --xla_dump_to directory, or a directory written by --save."""
@@ -213,6 +312,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
     from hloscope.present.progress import Progress
 
     programs: list[pipeline.Program] = []
+    modules: Optional[pipeline.Modules] = {} if (html_path or svg_dir) else None
     skipped: dict[str, str] = {}
     sizes: dict[str, object] = {}
     entry_name, model = "", " ".join(paths)
@@ -256,7 +356,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
             else:
                 fail("expected one model file or directory, or two HLO files (PRE POST)")
             rep = pipeline.diff_programs(programs, model, entry_name, sizes, dtype, skipped,
-                                         top, progress.stage)
+                                         top, progress.stage, modules)
     except (ModelFileError, CompileError, MissingCompilerError,
             pipeline.DirectoryError) as e:
         fail(str(e))
@@ -266,12 +366,68 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
         written = pipeline.save_programs(save_dir, programs, rep)
         if not quiet:
             click.echo(f"saved {len(written)} files under {save_dir}", err=True)
+    if modules is not None:
+        _pictures(rep, modules, html_path, svg_dir, quiet)
     if as_json:
         from hloscope.present.json import render
         click.echo(render(rep), nl=False)
     else:
         from hloscope.present.terminal import render_diff
         click.echo(render_diff(rep, top), nl=False)
+
+
+def _pictures(rep: "Report", modules: "Modules", html_path: Optional[str],
+              svg_dir: Optional[str], quiet: bool) -> None:
+    from hloscope import pipeline
+    if svg_dir:
+        try:
+            written, problems = pipeline.write_svgs(svg_dir, rep, modules)
+        except OSError as e:
+            fail(f"cannot write under {svg_dir}: {e.strerror or e}")
+        for p in problems:
+            click.echo(f"hloscope: {p}", err=True)
+        if not quiet:
+            click.echo(f"wrote {len(written)} pictures under {svg_dir}", err=True)
+    if html_path:
+        from hloscope.present.html import render_html
+        from hloscope.present.plot import matplotlib_missing
+        missing = matplotlib_missing()
+        if missing:
+            click.echo(f"hloscope: {missing}; the report has no timeline", err=True)
+        _write_text(html_path, render_html(rep, pipeline.report_graphs(modules),
+                                           timeline=missing is None))
+        if not quiet:
+            click.echo(f"wrote {html_path}", err=True)
+
+
+@main.command()
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
+              help="The HTML file to write.")
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True,
+              help="Rows of the live-at-peak table.")
+def report(directory: str, output: str, top: int) -> None:
+    """The HTML report of a directory that `hloscope diff --save` wrote (or an --xla_dump_to
+    directory), without JAX: one self-contained page per run, one tab per target."""
+    from hloscope import pipeline
+    try:
+        saved = pipeline.saved_programs(directory)
+        if saved is not None:
+            programs, header = saved
+            model, entry, sizes, dtype = (header.get("model", directory),
+                                          header.get("entry", ""), header.get("sizes", {}),
+                                          header.get("dtype"))
+        else:
+            programs = [pipeline.dump_program(directory)]
+            model, entry, sizes, dtype = directory, "", {}, None
+        modules: pipeline.Modules = {}
+        rep = pipeline.diff_programs(programs, model, entry, sizes, dtype, top=top,
+                                     modules=modules)
+    except pipeline.DirectoryError as e:
+        fail(str(e))
+    except HloParseError as e:
+        fail_parse(e)
+    _pictures(rep, modules, output, None, False)
 
 
 def run(argv: Optional[list[str]] = None) -> int:

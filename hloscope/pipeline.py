@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from hloscope.analysis.diff import Report, TargetReport, report, target_report
+from hloscope.hlo.ir import Module
 from hloscope.hlo.parser import parse
 
 Stage = Callable[[str, str], None]  # (target, what is happening now)
@@ -37,9 +38,14 @@ class Program:
     post_unfused: Optional[str] = None
 
 
-def analyse(program: Program, top: int = 10) -> TargetReport:
+Modules = dict[str, tuple[Module, Module]]  # target → (pre, post), kept for pictures
+
+
+def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) -> TargetReport:
     pre = parse(program.pre, program.pre_source)
     post = parse(program.post, program.post_source)
+    if modules is not None:
+        modules[program.target] = (pre, post)
     return target_report(pre, post, program.target, program.backend, program.xla or None,
                          program.xla_unfused or None, program.framework, top)
 
@@ -79,11 +85,13 @@ def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
 def diff_programs(programs: Sequence[Program], model: str, entry: str = "",
                   sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None,
                   skipped: Optional[dict[str, str]] = None, top: int = 10,
-                  on_stage: Stage = _quiet) -> Report:
+                  on_stage: Stage = _quiet, modules: Optional[Modules] = None) -> Report:
+    """The report of each program; ``modules``, when given, receives the parsed modules (the
+    pictures need them)."""
     reports = []
     for p in programs:
         on_stage(p.target, "parsing and analysing")
-        reports.append(analyse(p, top))
+        reports.append(analyse(p, top, modules))
     return report(tuple(reports), model, entry, sizes, dtype, skipped)
 
 
@@ -217,3 +225,47 @@ def saved_programs(directory: str) -> Optional[tuple[list[Program], dict[str, An
                                  f"{t['target']}/{SAVED_TARGET} is missing")
         programs.append(p)
     return programs, header
+
+
+# --- pictures ----------------------------------------------------------------------------------
+
+def report_graphs(modules: Modules, max_nodes: Optional[int] = None) -> dict[str, Any]:
+    """The fusion graph of each target's optimized entry, with ids kept apart per target (the
+    HTML report holds them all on one page): fusions expanded unless over ``max_nodes``."""
+    from hloscope.analysis.fusion_graph import DEFAULT_MAX_NODES, fusion_graph
+    from hloscope.present.html import target_key
+    return {target: fusion_graph(post, max_nodes=max_nodes or DEFAULT_MAX_NODES,
+                                 id_prefix=target_key(target) + "-")
+            for target, (_pre, post) in modules.items()}
+
+
+def write_svgs(directory: str, rep: Report, modules: Modules,
+               max_nodes: Optional[int] = None) -> tuple[list[str], list[str]]:
+    """Per target ``<target>.fusions.svg`` (the fusion graph) and ``<target>.timeline.svg``
+    (the memory timeline). Returns the paths written and what could not be drawn (no `dot`:
+    the .dot source is written instead; no matplotlib: no timeline)."""
+    from hloscope.analysis.fusion_graph import DEFAULT_MAX_NODES, fusion_graph
+    from hloscope.present.dot import DotMissingError, write
+    from hloscope.present.html import target_key
+    from hloscope.present.plot import matplotlib_missing, timeline_svg
+    os.makedirs(directory, exist_ok=True)
+    written, problems = [], []
+    for t in rep.targets:
+        key = target_key(t.target)
+        if t.target in modules:
+            g = fusion_graph(modules[t.target][1], max_nodes=max_nodes or DEFAULT_MAX_NODES)
+            path = os.path.join(directory, f"{key}.fusions.svg")
+            try:
+                written.append(write(g, path))
+            except DotMissingError as e:
+                written.append(e.dot_path)
+                problems.append(str(e))
+        missing = matplotlib_missing()
+        if missing:
+            problems.append(missing)
+            continue
+        path = os.path.join(directory, f"{key}.timeline.svg")
+        with open(path, "w") as f:
+            f.write(timeline_svg(t.timelines, t.live_at_peak, t.target))
+        written.append(path)
+    return written, sorted(set(problems))

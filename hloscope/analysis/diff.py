@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from hloscope.analysis.fusion import FusionCluster, fusion_report
-from hloscope.analysis.liveness import LiveValue, MemoryFigures
+from hloscope.analysis.liveness import LiveValue, MemoryFigures, Timeline
 from hloscope.analysis.memory import memory_report
 from hloscope.analysis.summary import summarize
 from hloscope.hlo.gcpause import gc_paused
@@ -122,6 +122,8 @@ class TargetReport:
     fusions: tuple[FusionRow, ...]  # every fusion, in the module's order
     memory_saved_bytes: int  # unfused minus fused packed temp
     notes: tuple[str, ...] = ()  # what the figures do not model here, in words
+    timelines: tuple[Timeline, ...] = ()  # fused, unfused, eager (for the pictures)
+    unfused_live_at_peak: tuple[LiveValue, ...] = ()  # at the unfused peak, largest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +212,8 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
         pre_post=PrePostCounts(p.materialized, p.fused, p.gone, p.coverage),
         top_fusions=top_rows, live_at_peak=mem.fused.live_at_peak, fusions=rows,
         memory_saved_bytes=mem.unfused.temp_packed_bytes - mem.fused.temp_packed_bytes,
-        notes=tuple(notes))
+        notes=tuple(notes), timelines=mem.timelines,
+        unfused_live_at_peak=mem.unfused.live_at_peak[:top])
 
 
 def report(targets: tuple[TargetReport, ...], model: str, entry: str = "",

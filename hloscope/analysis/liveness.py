@@ -124,6 +124,39 @@ class Analysis:
     timeline: tuple[int, ...]  # temp heap bytes live at each step
 
 
+TIMELINE_POINTS = 600
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """Bytes live over the schedule, for pictures: parameters and outputs are allocated for the
+    whole program (a constant band each), temporaries vary. A long schedule is cut into at most
+    ``TIMELINE_POINTS`` runs of steps, each keeping its largest temp figure, so the peak
+    survives; ``step[k]`` is the first step of run k."""
+
+    label: str  # fused, unfused, eager
+    steps: int  # schedule length
+    parameter_bytes: int
+    output_bytes: int
+    step: tuple[int, ...]
+    temp: tuple[int, ...]
+    peak_step: int
+    peak_bytes: int
+    peak_instruction: str
+
+
+def timeline_of(a: "Analysis", label: str, points: int = TIMELINE_POINTS) -> Timeline:
+    """The downsampled timeline of an analysis (max over each run of steps)."""
+    full = a.timeline
+    n = len(full)
+    width = max(1, -(-n // points))
+    starts = tuple(range(0, n, width))
+    temp = tuple(max(full[k:k + width]) for k in starts)
+    f = a.figures
+    return Timeline(label, n, f.parameter_bytes, f.output_bytes, starts, temp, f.peak_step,
+                    f.temp_peak_bytes, f.peak_instruction)
+
+
 # ---------------------------------------------------------------------------------------------
 
 def _leaves_with_index(shape: Shape, prefix: Index = ()) -> list[tuple[Index, Shape]]:

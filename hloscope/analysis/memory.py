@@ -18,7 +18,8 @@ from typing import Optional
 
 from hloscope.analysis.backends import EAGER, Backend, backend_for
 from hloscope.analysis.fusion import trim_scope
-from hloscope.analysis.liveness import VIEWS, Analysis, Eliminated, MemoryFigures, analyze
+from hloscope.analysis.liveness import (VIEWS, Analysis, Eliminated, MemoryFigures, Timeline,
+                                       analyze, timeline_of)
 from hloscope.hlo.ir import Module
 from hloscope.hlo.transform import SCHEDULERS, Unfused, reschedule, unfuse
 
@@ -56,6 +57,7 @@ class MemoryReport:
     eliminated: EliminatedDetail
     eager: Optional[MemoryFigures] = None
     unfused_merged_duplicates: int = 0
+    timelines: tuple[Timeline, ...] = ()  # fused, unfused, then eager when given ``pre``
 
 
 def unfused_analysis(module: Module, backend: Backend) -> tuple[Analysis, Unfused, str]:
@@ -109,9 +111,13 @@ def memory_report(module: Module, backend: Optional[str] = None,
     fused = analyze(module, be)
     unfused, expanded, schedule = unfused_analysis(module, be)
     detail = eliminated_intermediates(unfused, expanded)
-    eager = analyze(pre, EAGER).figures if pre is not None else None
+    eager = analyze(pre, EAGER) if pre is not None else None
     fused_figures = dataclasses.replace(fused.figures,
                                         eliminated=Eliminated(detail.count, detail.bytes))
+    timelines = [timeline_of(fused, "fused"), timeline_of(unfused, "unfused")]
+    if eager is not None:
+        timelines.append(timeline_of(eager, "eager"))
     return MemoryReport("hloscope.memory/1", module.name, module.source, be.name,
-                        fused_figures, unfused.figures, schedule, detail, eager,
-                        expanded.merged)
+                        fused_figures, unfused.figures, schedule, detail,
+                        eager.figures if eager is not None else None, expanded.merged,
+                        tuple(timelines))

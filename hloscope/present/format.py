@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from hloscope.analysis.diff import Report, TargetReport
+
 
 def human_bytes(n: int) -> str:
     """1536 → '1.50 KiB'; exact bytes below 1 KiB."""
@@ -26,3 +31,50 @@ def table(rows: list[tuple[str, ...]], indent: str = "  ") -> list[str]:
                  for c, w in zip(r, widths)]
         out.append(indent + "  ".join(cells).rstrip())
     return out
+
+
+def bytes_or_dash(n: Optional[int]) -> str:
+    return "-" if n is None else human_bytes(n)
+
+
+def ratio_text(r: Optional[float]) -> str:
+    return "-" if r is None else f"{r:.3f}"
+
+
+def memory_rows(t: "TargetReport") -> list[tuple[str, ...]]:
+    m = t.memory
+    rows: list[tuple[str, ...]] = [("", "parameters", "outputs", "temp peak", "temp packed",
+                                    "peak at")]
+    for label, r in (("eager (pre-opt, op by op)", m.eager),
+                     (f"unfused (fusions expanded, {m.unfused_schedule})", m.unfused),
+                     ("fused (as compiled)", m.fused)):
+        if r is not None:
+            rows.append((label, human_bytes(r.parameter_bytes), human_bytes(r.output_bytes),
+                         human_bytes(r.temp_peak_bytes), human_bytes(r.temp_packed_bytes),
+                         f"step {r.peak_step} {r.peak_instruction}"))
+    for label, x in (("XLA memory_analysis()", m.xla),
+                     ("XLA without fusion passes", m.xla_unfused)):
+        if x is not None:
+            rows.append((label, bytes_or_dash(x.get("argument_size_in_bytes")),
+                         bytes_or_dash(x.get("output_size_in_bytes")), "-",
+                         bytes_or_dash(x.get("temp_size_in_bytes")),
+                         f"alias {bytes_or_dash(x.get('alias_size_in_bytes'))}"))
+    return rows
+
+
+def comparison_rows(r: "Report") -> list[tuple[str, ...]]:
+    """One row per target: fusions and temp bytes of every way of running it."""
+    rows: list[tuple[str, ...]] = [("target", "fusions", "eager temp", "unfused temp",
+                                    "fused temp", "XLA temp", "XLA no-fusion temp",
+                                    "saved by fusion")]
+    for t in r.targets:
+        m = t.memory
+        rows.append((t.target, f"{t.post.fusions:,}",
+                     bytes_or_dash(m.eager.temp_packed_bytes if m.eager else None),
+                     human_bytes(m.unfused.temp_packed_bytes),
+                     human_bytes(m.fused.temp_packed_bytes),
+                     bytes_or_dash(m.xla["temp_size_in_bytes"] if m.xla else None),
+                     bytes_or_dash(m.xla_unfused["temp_size_in_bytes"] if m.xla_unfused
+                                   else None),
+                     human_bytes(t.memory_saved_bytes)))
+    return rows

@@ -1,15 +1,22 @@
-"""HTML presentation. For now the summary table a notebook shows for a Report
-(``Report._repr_html_``)."""
+"""HTML presentation: the summary table a notebook shows for a Report
+(``Report._repr_html_``), and the offline report page (``render_html``), a Jinja2 template in
+``templates/`` with its styles and script inline, the timeline and the fusion graph as inline
+SVG. Nothing on the page loads from the network.
+"""
 
 from __future__ import annotations
 
+import re
 from html import escape
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+from markupsafe import Markup
 
 from hloscope.present.format import human_bytes
 
 if TYPE_CHECKING:
-    from hloscope.analysis.diff import Report
+    from hloscope.analysis.diff import Report, TargetReport
+    from hloscope.analysis.fusion_graph import FusionGraph
 
 
 def _cell(n: Optional[int]) -> str:
@@ -39,3 +46,139 @@ def render_report_table(r: "Report") -> str:
     return (f"<table><caption>{title}</caption><thead><tr>"
             + "".join(f"<th>{escape(h)}</th>" for h in head)
             + f"</tr></thead><tbody>{body}</tbody></table>")
+
+
+# ---------------------------------------------------------------------------------------------
+# The offline report: `hloscope diff --html` and `hloscope report`
+
+def _svg_body(svg: str) -> str:
+    """An SVG document as an element to inline: without its XML prolog and doctype."""
+    i = svg.find("<svg")
+    return svg[i:] if i >= 0 else svg
+
+
+def _sources(lines: tuple[str, ...], limit: int = 2) -> list[dict[str, str]]:
+    out = []
+    for s in lines[:limit]:
+        path, _, line = s.rpartition(":")
+        if not path or not line.isdigit():
+            path, line = s, ""
+        href = "file://" + path if path.startswith("/") else ""
+        out.append({"text": s, "short": s.rsplit("/", 1)[-1], "href": href})
+    return out
+
+
+def _fusion_element(g: "FusionGraph") -> dict[str, str]:
+    """Fusion name → the id of what stands for it in the picture: its cluster, or its node
+    when fusions are collapsed."""
+    out = {c.fusion: c.id for c in g.clusters if c.kind != "side"}
+    for n in g.nodes:
+        if n.kind == "fusion":
+            out.setdefault(n.name, n.id)
+    return out
+
+
+def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], top: int,
+                 draw_timeline: bool) -> dict[str, Any]:
+    from hloscope.analysis.fusion import trim_scope
+    from hloscope.present.format import memory_rows
+    rows = memory_rows(t)
+    m = t.memory
+    facts = [f"instructions {t.pre.instructions:,} before optimization → "
+             f"{t.post.unfused_instructions:,} after ({t.post.instructions:,} counting the "
+             f"ops inside {t.post.fusions:,} fusions)",
+             f"memory saved by fusion (unfused − fused packed temp): "
+             f"{human_bytes(t.memory_saved_bytes) if t.memory_saved_bytes >= 0 else '-' + human_bytes(-t.memory_saved_bytes)}",
+             f"intermediates fusion eliminated: {t.eliminated.count:,} values, "
+             f"{human_bytes(t.eliminated.bytes)} of traffic; {t.eliminated.live_at_unfused_peak_count:,}"
+             f" of them ({human_bytes(t.eliminated.live_at_unfused_peak_bytes)}) live at the "
+             "unfused peak"]
+    if t.ratios.fused_vs_xla_temp is not None:
+        facts.append(f"fused temp ÷ XLA's temp_size_in_bytes: {t.ratios.fused_vs_xla_temp:.3f}"
+                     + (f"; unfused ÷ XLA without fusion: {t.ratios.unfused_vs_xla_unfused_temp:.3f}"
+                        if t.ratios.unfused_vs_xla_unfused_temp is not None else ""))
+    facts += [f"note: {n}" for n in t.notes]
+    timeline_svg, timeline_missing = "", ""
+    if draw_timeline and t.timelines:
+        from hloscope.present.plot import matplotlib_missing, timeline_svg as draw
+        timeline_missing = matplotlib_missing() or ""
+        if not timeline_missing:
+            timeline_svg = _svg_body(draw(t.timelines, t.live_at_peak, t.target))
+    elif not t.timelines:
+        timeline_missing = "no timeline in this report (it was saved by an older hloscope)"
+    element = _fusion_element(graph) if graph is not None else {}
+    fusions = [{
+        "name": f.name, "kind": f.kind + (f"/{f.backend_kind}" if f.backend_kind else ""),
+        "hero": f.hero_opcode, "ops": f.op_count, "input": human_bytes(f.input_bytes),
+        "input_bytes": f.input_bytes, "output": human_bytes(f.output_bytes),
+        "output_bytes": f.output_bytes,
+        "intermediates": f"{f.intermediate_count} / {human_bytes(f.intermediate_bytes)}",
+        "intermediate_bytes": f.intermediate_bytes,
+        "eliminated": f"{f.eliminated_count} / {human_bytes(f.eliminated_bytes)}",
+        "eliminated_bytes": f.eliminated_bytes,
+        "scopes": ", ".join(f.scopes[:2]) + (f" +{len(f.scopes) - 2}" if len(f.scopes) > 2
+                                              else ""),
+        "scope_text": " ".join(f.scopes), "sources": _sources(f.source_lines),
+        "node": element.get(f.name, ""),
+    } for f in t.fusions]
+    graph_svg, graph_dot, graph_missing, graph_notes, caption = "", "", "", [], ""
+    if graph is not None:
+        from hloscope.present.dot import dot_available, dot_source, render_svg
+        caption = (f"{graph.computation}, {graph.shown:,} of {graph.instructions:,} "
+                   f"instructions{', fusions collapsed' if graph.collapsed else ''}; "
+                   "drag to pan, wheel to zoom, click a node or a row")
+        graph_notes = list(graph.notes)
+        if dot_available():
+            graph_svg = _svg_body(render_svg(graph))
+        else:
+            graph_dot = dot_source(graph)
+            graph_missing = ("the Graphviz `dot` program is not installed, so the graph is "
+                             "shown as DOT source; install it (apt-get install graphviz) and "
+                             "run again")
+    return {
+        "key": key, "name": t.target, "backend": t.backend, "framework": t.framework,
+        "summary": {"head": rows[0], "rows": rows[1:]}, "facts": facts,
+        "timeline_svg": Markup(timeline_svg), "timeline_missing": timeline_missing,
+        "peak_step": m.fused.peak_step, "peak_instruction": m.fused.peak_instruction,
+        "live": [{"name": v.name + (str(list(v.index)) if v.index else ""), "cls": v.cls,
+                  "shape": v.shape, "bytes": human_bytes(v.bytes),
+                  "op_name": trim_scope(v.op_name), "source": v.source.rsplit("/", 1)[-1]}
+                 for v in t.live_at_peak[:top]],
+        "fusions": fusions, "graph_svg": Markup(graph_svg), "graph_dot": graph_dot,
+        "graph_missing": graph_missing, "graph_notes": graph_notes, "graph_caption": caption,
+    }
+
+
+def target_key(target: str) -> str:
+    """A target name as an HTML id part (and the graph ids' prefix)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", target)
+
+
+def render_html(r: "Report", graphs: Optional[Mapping[str, "FusionGraph"]] = None,
+                top: int = 15, timeline: bool = True) -> str:
+    """One self-contained HTML page: per target the summary table, the memory timeline, the
+    live-at-peak table, the fusion table and the fusion graph, linked to each other; a
+    comparison table and a tab per target when there are several. ``graphs`` maps a target to
+    its picture (built with ``id_prefix=target_key(target) + '-'``)."""
+    import jinja2
+
+    from hloscope import __version__
+    from hloscope.present.format import comparison_rows
+    env = jinja2.Environment(loader=jinja2.PackageLoader("hloscope.present", "templates"),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]),
+                             undefined=jinja2.StrictUndefined)
+    graphs = graphs or {}
+    targets = [_target_view(t, target_key(t.target), graphs.get(t.target), top, timeline)
+               for t in r.targets]
+    cmp_rows = comparison_rows(r)
+    subtitle = " · ".join(x for x in (
+        f"entry {r.entry}" if r.entry else "",
+        ", ".join(f"{k}={v}" for k, v in r.sizes.items()),
+        f"dtype {r.dtype}" if r.dtype else "",
+        f"{len(r.targets)} target{'s' if len(r.targets) != 1 else ''}",
+        f"hloscope {__version__}") if x)
+    script = env.get_template("report.js.j2").render()
+    return env.get_template("report.html.j2").render(
+        title=f"hloscope diff {r.model}", subtitle=subtitle, version=__version__,
+        targets=targets, comparison={"head": cmp_rows[0], "rows": cmp_rows[1:]},
+        skipped=[f"{k}: {v}" for k, v in r.skipped.items()], script=Markup(script))

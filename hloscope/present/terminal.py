@@ -8,7 +8,8 @@ from hloscope.analysis.diff import Report, TargetReport
 from hloscope.analysis.fusion import FusionCluster, FusionReport, trim_scope
 from hloscope.analysis.memory import MemoryReport
 from hloscope.analysis.summary import ModuleSummary
-from hloscope.present.format import human_bytes, table
+from hloscope.present.format import (bytes_or_dash, comparison_rows, human_bytes, memory_rows,
+                                      ratio_text, table)
 
 
 def _bytes(logical: int, padded: int) -> str:
@@ -153,35 +154,6 @@ def _sizes(sizes: dict[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sizes.items())
 
 
-def _b(n: Optional[int]) -> str:
-    return "-" if n is None else human_bytes(n)
-
-
-def _ratio(r: Optional[float]) -> str:
-    return "-" if r is None else f"{r:.3f}"
-
-
-def _memory_rows(t: TargetReport) -> list[tuple[str, ...]]:
-    m = t.memory
-    rows: list[tuple[str, ...]] = [("", "parameters", "outputs", "temp peak", "temp packed",
-                                    "peak at")]
-    for label, r in (("eager (pre-opt, op by op)", m.eager),
-                     (f"unfused (fusions expanded, {m.unfused_schedule})", m.unfused),
-                     ("fused (as compiled)", m.fused)):
-        if r is not None:
-            rows.append((label, human_bytes(r.parameter_bytes), human_bytes(r.output_bytes),
-                         human_bytes(r.temp_peak_bytes), human_bytes(r.temp_packed_bytes),
-                         f"step {r.peak_step} {r.peak_instruction}"))
-    for label, x in (("XLA memory_analysis()", m.xla),
-                     ("XLA without fusion passes", m.xla_unfused)):
-        if x is not None:
-            rows.append((label, _b(x.get("argument_size_in_bytes")),
-                         _b(x.get("output_size_in_bytes")), "-",
-                         _b(x.get("temp_size_in_bytes")),
-                         f"alias {_b(x.get('alias_size_in_bytes'))}"))
-    return rows
-
-
 def render_target(t: TargetReport, top: int = 10) -> list[str]:
     pre, post = t.pre, t.post
     kinds = ", ".join(f"{k} {n}" for k, n in post.fusions_by_kind.items())
@@ -194,11 +166,11 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
              + (f" ({kinds})" if kinds else ""),
              f"  pre-optimization ops: {pp.materialized:,} materialized, {pp.fused:,} fused, "
              f"{pp.gone:,} gone (classified by metadata: {pp.coverage:.1%})", ""]
-    lines += table(_memory_rows(t))
+    lines += table(memory_rows(t))
     r = t.ratios
     if r.fused_vs_xla_temp is not None or r.unfused_vs_xla_unfused_temp is not None:
-        lines.append(f"  temp packed / XLA's: fused {_ratio(r.fused_vs_xla_temp)}, unfused "
-                     f"{_ratio(r.unfused_vs_xla_unfused_temp)} (1.000: the same byte count)")
+        lines.append(f"  temp packed / XLA's: fused {ratio_text(r.fused_vs_xla_temp)}, unfused "
+                     f"{ratio_text(r.unfused_vs_xla_unfused_temp)} (1.000: the same byte count)")
     for note in t.notes:
         lines.append(f"  note: {note}")
     e = t.eliminated
@@ -239,18 +211,7 @@ def render_diff(r: Report, top: int = 10) -> str:
         head += f"  dtype {r.dtype}"
     lines = [head, ""]
     if len(r.targets) > 1:
-        rows: list[tuple[str, ...]] = [("target", "fusions", "eager temp", "unfused temp",
-                                        "fused temp", "XLA temp", "XLA no-fusion temp",
-                                        "saved by fusion")]
-        for t in r.targets:
-            m = t.memory
-            rows.append((t.target, f"{t.post.fusions:,}",
-                         _b(m.eager.temp_packed_bytes if m.eager else None),
-                         human_bytes(m.unfused.temp_packed_bytes),
-                         human_bytes(m.fused.temp_packed_bytes),
-                         _b(m.xla["temp_size_in_bytes"] if m.xla else None),
-                         _b(m.xla_unfused["temp_size_in_bytes"] if m.xla_unfused else None),
-                         human_bytes(t.memory_saved_bytes)))
+        rows = comparison_rows(r)
         lines += table(rows)
         lines.append("")
     reasons: dict[str, list[str]] = {}

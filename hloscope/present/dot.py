@@ -1,0 +1,222 @@
+"""Graphviz presentation of a ``FusionGraph``: DOT source built with the ``graphviz`` package,
+rendered to SVG, PNG or PDF by the ``dot`` program.
+
+Style: a fusion is a ``cluster_*`` subgraph filled by its kind (Okabe and Ito's colour-blind
+safe palette, lightened so black text stays readable); materialized buffers are solid edges
+labelled with their bytes, heavier the larger they are; intermediates inside a fusion are
+dashed; parameters and outputs are shaped apart. Every node and cluster carries an ``id`` (the
+HTML report links to it) and a tooltip (full op_name, source line, bytes).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import os
+from typing import TYPE_CHECKING, Optional
+
+from hloscope.present.format import human_bytes
+
+if TYPE_CHECKING:
+    import graphviz
+
+    from hloscope.analysis.fusion_graph import FusionGraph, GraphCluster, GraphNode
+
+# Okabe & Ito (2008), "Color Universal Design": the base colour per fusion kind, and the
+# tint (60% towards white) that fills its cluster.
+KIND_COLOURS = {
+    "kLoop": ("#56B4E9", "#BBE1F6"),  # sky blue
+    "kInput": ("#E69F00", "#F5D999"),  # orange
+    "kOutput": ("#009E73", "#99D8C7"),  # bluish green
+    "kCustom": ("#CC79A7", "#EBC9DC"),  # reddish purple
+}
+OTHER_COLOUR = ("#999999", "#D6D6D6")
+FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot"}
+FONT = "Helvetica,Arial,sans-serif"
+
+
+class DotMissingError(RuntimeError):
+    """The ``dot`` program is not installed; the DOT source was written instead."""
+
+    def __init__(self, dot_path: str) -> None:
+        super().__init__(f"the Graphviz `dot` program is not installed, so only the DOT source "
+                         f"was written ({dot_path}); install it (Debian/Ubuntu: apt-get install "
+                         "graphviz; macOS: brew install graphviz) and run again, or render it "
+                         f"with `dot -Tsvg {dot_path} -o out.svg`")
+        self.dot_path = dot_path
+
+
+def kind_colour(kind: str) -> tuple[str, str]:
+    return KIND_COLOURS.get(kind, OTHER_COLOUR)
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _scope_tail(scope: str, parts: int = 3, limit: int = 40) -> str:
+    """The last few components of a framework scope: what a reader recognizes."""
+    tail = "/".join(scope.split("/")[-parts:])
+    return _short(tail, limit) if len(tail) < len(scope) else _short(scope, limit)
+
+
+def _tooltip(n: "GraphNode") -> str:
+    lines = [f"{n.name} = {n.opcode} {n.shape}", f"{human_bytes(n.bytes)} ({n.bytes:,} B)"]
+    if n.op_name:
+        lines.append(n.op_name)
+    if n.source:
+        lines.append(n.source)
+    if n.detail:
+        lines.append(n.detail)
+    return "\n".join(lines)
+
+
+def _label(n: "GraphNode") -> str:
+    if n.kind == "fusion":
+        lines = [n.name, n.detail, _short(n.shape, 40)]
+    elif n.kind == "external":
+        lines = [n.name, _short(n.shape, 40)]
+    else:
+        lines = [n.opcode if n.kind not in ("parameter",) else f"{n.name}",
+                 _short(n.shape, 40)]
+    if n.scope and n.kind not in ("external", "parameter"):
+        lines.append(_scope_tail(n.scope))
+    return "\n".join(lines)
+
+
+def _node_attrs(n: "GraphNode") -> dict[str, str]:
+    attrs = {"id": n.id, "tooltip": _tooltip(n), "label": _label(n)}
+    if n.kind == "parameter":
+        attrs.update(shape="invhouse", style="filled", fillcolor="#EEEEEE")
+    elif n.kind == "output":
+        attrs.update(shape="house", style="filled,bold", fillcolor="#FFFFFF")
+    elif n.kind == "constant":
+        attrs.update(shape="box", style="rounded,filled", fillcolor="#F4F4F4", fontsize="9")
+    elif n.kind == "fusion":
+        base, tint = kind_colour(n.fusion_kind)
+        attrs.update(shape="box", style="rounded,filled,bold", fillcolor=tint, color=base)
+    elif n.kind == "external":
+        attrs.update(shape="box", style="dashed", color="#888888", fontcolor="#555555")
+    elif n.kind == "pre":
+        attrs.update(shape="box", style="rounded,filled", fillcolor="#FFFFFF")
+    else:
+        attrs.update(shape="box", style="rounded,filled", fillcolor="#FFFFFF")
+    return attrs
+
+
+def _cluster_attrs(c: "GraphCluster") -> dict[str, str]:
+    if c.kind == "side":
+        return {"id": c.id, "label": c.scope, "style": "rounded", "color": "#444444",
+                "fontsize": "14", "tooltip": c.scope}
+    base, tint = kind_colour(c.kind)
+    head = f"{c.fusion} ({c.kind}{', ' + c.backend_kind if c.backend_kind else ''})"
+    saved = (f"{c.intermediate_count} intermediate{'s' if c.intermediate_count != 1 else ''} "
+             f"kept out of memory ({human_bytes(c.intermediate_bytes)})")
+    tip = "\n".join(x for x in (head, f"hero: {c.hero_opcode}, {c.op_count} ops", saved,
+                                c.scope, c.source) if x)
+    return {"id": c.id, "label": f"{head}\n{saved}", "style": "filled,rounded",
+            "fillcolor": tint, "color": base, "tooltip": tip, "fontsize": "10"}
+
+
+def penwidth(nbytes: int, largest: int) -> str:
+    """Edge weight by bytes: from 1 pt (nothing) to 6 pt (the largest edge), by the square
+    root of the share, so a buffer a hundredth of the largest is still visibly thicker than a
+    scalar."""
+    if nbytes <= 0 or largest <= 0:
+        return "1"
+    return f"{1 + 5 * math.sqrt(min(nbytes, largest) / largest):.2f}"
+
+
+def _legend(g: "graphviz.Digraph", kinds: tuple[str, ...], lid: str) -> None:
+    rows = "".join(f'<TR><TD BGCOLOR="{kind_colour(k)[1]}" BORDER="1" COLOR="{kind_colour(k)[0]}">'
+                   f"{k}</TD></TR>" for k in kinds)
+    rows += ('<TR><TD>── materialized buffer (bytes)</TD></TR>'
+             '<TR><TD>- - intermediate kept inside a fusion</TD></TR>')
+    g.node(lid, id=lid, shape="plaintext", tooltip="legend",
+           label=f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2"><TR><TD><B>fusion kind'
+                 f"</B></TD></TR>{rows}</TABLE>>")
+
+
+def to_dot(fg: "FusionGraph", legend: bool = True) -> "graphviz.Digraph":
+    """The DOT graph of a FusionGraph (nothing is laid out yet)."""
+    import graphviz
+    title = f"{fg.module} — {fg.computation}" + (" (fusions collapsed)" if fg.collapsed else "")
+    g = graphviz.Digraph(name=fg.computation, graph_attr={
+        "rankdir": "TB", "fontname": FONT, "label": title, "labelloc": "t", "tooltip": title,
+        "nodesep": "0.25", "ranksep": "0.35", "newrank": "true", "id": fg.id_prefix + "graph"},
+        node_attr={"fontname": FONT, "fontsize": "10", "margin": "0.08,0.04", "height": "0.3"},
+        edge_attr={"fontname": FONT, "fontsize": "9", "arrowsize": "0.6"})
+    by_cluster: dict[Optional[str], list["GraphNode"]] = {}
+    for n in fg.nodes:
+        by_cluster.setdefault(n.cluster, []).append(n)
+    children: dict[Optional[str], list["GraphCluster"]] = {}
+    for c in fg.clusters:
+        children.setdefault(c.parent, []).append(c)
+
+    def fill(sub: "graphviz.Digraph", parent: Optional[str]) -> None:
+        for c in children.get(parent, []):
+            with sub.subgraph(name="cluster_" + re.sub(r"\W", "_", c.id)) as s:
+                s.attr(**_cluster_attrs(c))
+                fill(s, c.id)
+        for n in by_cluster.get(parent, []):
+            sub.node(n.id, **_node_attrs(n))
+
+    fill(g, None)
+    largest = max((e.bytes for e in fg.edges if not e.internal), default=0)
+    for k, e in enumerate(fg.edges):
+        eid = f"{fg.id_prefix}edge-{k}"
+        if e.cross:
+            g.edge(e.src, e.dst, id=eid, style="dotted", color="#7F7F7F", constraint="false",
+                   arrowhead="vee", tooltip="became")
+        elif e.control:
+            g.edge(e.src, e.dst, id=eid, style="dotted", color="#AA0000", tooltip="control dependence")
+        elif e.internal:
+            g.edge(e.src, e.dst, id=eid, style="dashed", color="#555555",
+                   tooltip=f"kept inside the fusion: {human_bytes(e.bytes)}")
+        else:
+            g.edge(e.src, e.dst, id=eid, label=human_bytes(e.bytes), penwidth=penwidth(e.bytes, largest),
+                   tooltip=f"buffer in device memory: {human_bytes(e.bytes)} ({e.bytes:,} B)")
+    if legend and fg.fusion_kinds:
+        _legend(g, fg.fusion_kinds, fg.id_prefix + "legend")
+    return g
+
+
+def dot_source(fg: "FusionGraph") -> str:
+    return str(to_dot(fg).source)
+
+
+def render_svg(fg: "FusionGraph") -> str:
+    """The laid-out SVG text; raises graphviz.ExecutableNotFound when `dot` is missing."""
+    return str(to_dot(fg).pipe(format="svg", encoding="utf-8"))
+
+
+def dot_available() -> bool:
+    import shutil
+    return shutil.which("dot") is not None
+
+
+def write(fg: "FusionGraph", path: str) -> str:
+    """Write the picture to ``path``, its format chosen by the extension (.svg .png .pdf, or
+    .dot/.gv for the source). Without `dot` the source is written beside it (``.dot``) and
+    DotMissingError says how to install it. Returns the path written."""
+    import graphviz
+    ext = os.path.splitext(path)[1].lower()
+    fmt = FORMATS.get(ext)
+    if fmt is None:
+        raise ValueError(f"{path}: unknown picture format {ext or '(none)'}; use one of "
+                         + ", ".join(sorted(FORMATS)))
+    g = to_dot(fg)
+    if fmt == "dot":
+        with open(path, "w") as f:
+            f.write(g.source)
+        return path
+    try:
+        data = g.pipe(format=fmt)
+    except graphviz.ExecutableNotFound:
+        dot_path = os.path.splitext(path)[0] + ".dot"
+        with open(dot_path, "w") as f:
+            f.write(g.source)
+        raise DotMissingError(dot_path) from None
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
