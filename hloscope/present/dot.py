@@ -50,6 +50,10 @@ def kind_colour(kind: str) -> tuple[str, str]:
     return KIND_COLOURS.get(kind, OTHER_COLOUR)
 
 
+def _bytes(n: int) -> str:
+    return human_bytes(n) if n < 1024 else f"{human_bytes(n)} ({n:,} B)"
+
+
 def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
@@ -61,7 +65,7 @@ def _scope_tail(scope: str, parts: int = 3, limit: int = 40) -> str:
 
 
 def _tooltip(n: "GraphNode") -> str:
-    lines = [f"{n.name} = {n.opcode} {n.shape}", f"{human_bytes(n.bytes)} ({n.bytes:,} B)"]
+    lines = [f"{n.name} = {n.opcode} {n.shape}", _bytes(n.bytes)]
     if n.op_name:
         lines.append(n.op_name)
     if n.source:
@@ -175,14 +179,15 @@ def to_dot(fg: "FusionGraph", legend: bool = True) -> "graphviz.Digraph":
                    tooltip=f"kept inside the fusion: {human_bytes(e.bytes)}")
         else:
             g.edge(e.src, e.dst, id=eid, label=human_bytes(e.bytes), penwidth=penwidth(e.bytes, largest),
-                   tooltip=f"buffer in device memory: {human_bytes(e.bytes)} ({e.bytes:,} B)")
+                   tooltip=f"buffer in device memory: {_bytes(e.bytes)}")
     if legend and fg.fusion_kinds:
         _legend(g, fg.fusion_kinds, fg.id_prefix + "legend")
     return g
 
 
 def dot_source(fg: "FusionGraph") -> str:
-    return str(to_dot(fg).source)
+    text = str(to_dot(fg).source)
+    return text if text.endswith("\n") else text + "\n"
 
 
 def render_svg(fg: "FusionGraph") -> str:
@@ -208,14 +213,14 @@ def write(fg: "FusionGraph", path: str) -> str:
     g = to_dot(fg)
     if fmt == "dot":
         with open(path, "w") as f:
-            f.write(g.source)
+            f.write(dot_source(fg))
         return path
     try:
         data = g.pipe(format=fmt)
     except graphviz.ExecutableNotFound:
         dot_path = os.path.splitext(path)[0] + ".dot"
         with open(dot_path, "w") as f:
-            f.write(g.source)
+            f.write(dot_source(fg))
         raise DotMissingError(dot_path) from None
     with open(path, "wb") as f:
         f.write(data)

@@ -57,6 +57,21 @@ def _svg_body(svg: str) -> str:
     return svg[i:] if i >= 0 else svg
 
 
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def _prefix_ids(svg: str, prefix: str) -> str:
+    """Give every id of an inline SVG a prefix (and every reference to one), so two pictures
+    on a page cannot collide: matplotlib numbers its elements the same in every figure."""
+    ids = set(_ID.findall(svg))
+    if not ids:
+        return svg
+    svg = _ID.sub(lambda m: f'id="{prefix}{m.group(1)}"', svg)
+    return re.sub(r'(url\(#|href="#)([^)"]+)',
+                  lambda m: m.group(1) + (prefix + m.group(2) if m.group(2) in ids
+                                          else m.group(2)), svg)
+
+
 def _sources(lines: tuple[str, ...], limit: int = 2) -> list[dict[str, str]]:
     out = []
     for s in lines[:limit]:
@@ -103,7 +118,8 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
         from hloscope.present.plot import matplotlib_missing, timeline_svg as draw
         timeline_missing = matplotlib_missing() or ""
         if not timeline_missing:
-            timeline_svg = _svg_body(draw(t.timelines, t.live_at_peak, t.target))
+            timeline_svg = _prefix_ids(_svg_body(draw(t.timelines, t.live_at_peak, t.target)),
+                                       f"{key}-timeline-")
     elif not t.timelines:
         timeline_missing = "no timeline in this report (it was saved by an older hloscope)"
     element = _fusion_element(graph) if graph is not None else {}

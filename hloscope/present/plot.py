@@ -118,7 +118,9 @@ def timeline_svg(timelines: Sequence["Timeline"], live_at_peak: Sequence["LiveVa
     ax.legend(fontsize=7, loc="upper left", framealpha=0.85)
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hloscope"}):
-        fig.savefig(buf, format="svg", metadata={"Date": None})
+        # No metadata block: no date (the file is reproducible) and no URLs in it.
+        fig.savefig(buf, format="svg",
+                    metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     return buf.getvalue()
 
 

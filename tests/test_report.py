@@ -1,0 +1,334 @@
+"""Memory timelines (analysis.liveness.Timeline, present.plot) and the offline HTML report
+(present.html), checked as text and in a real headless Chromium."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from html import unescape
+
+import pytest
+
+from conftest import fixture_path
+from hloscope import pipeline
+from hloscope.analysis.liveness import Timeline, analyze, timeline_of
+from hloscope.analysis.memory import memory_report
+from hloscope.cli import run
+from hloscope.hlo.parser import parse_file
+from hloscope.present.html import render_html, target_key
+from hloscope.present.plot import text_chart
+
+needs_matplotlib = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                                      reason="matplotlib is not installed (pip install -e "
+                                             "'.[plot]')")
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
+                               reason="Graphviz `dot` is not installed (apt-get install graphviz)")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_browser = pytest.mark.skipif(
+    CHROMIUM is None or importlib.util.find_spec("playwright") is None,
+    reason="needs Debian's chromium (apt-get install chromium) and playwright (pip install -e "
+           "'.[test]')")
+
+BERT_PRE = fixture_path("cpu", "bert_layer_forward.pre.hlo")
+BERT_POST = fixture_path("cpu", "bert_layer_forward.post.hlo")
+
+
+# --- timelines ------------------------------------------------------------------------------
+
+def test_timeline_keeps_every_step_when_short() -> None:
+    a = analyze(parse_file(BERT_POST))
+    t = timeline_of(a, "fused")
+    assert t.steps == len(a.timeline) and t.temp == a.timeline
+    assert t.step == tuple(range(t.steps))
+    assert max(t.temp) == t.peak_bytes == a.figures.temp_peak_bytes == 3_539_968
+    assert t.temp[t.peak_step] == t.peak_bytes
+    assert (t.parameter_bytes, t.output_bytes) == (a.figures.parameter_bytes,
+                                                    a.figures.output_bytes)
+
+
+def test_timeline_downsampling_keeps_the_peak() -> None:
+    a = analyze(parse_file(fixture_path("cpu", "bert_layer_train_step.post.hlo")))
+    t = timeline_of(a, "fused", points=16)
+    width = -(-len(a.timeline) // 16)
+    assert len(t.temp) <= 16 and t.step == tuple(range(0, len(a.timeline), width))
+    # Each point is the largest figure of its run of steps, so the peak survives.
+    for k, s in enumerate(t.step):
+        assert t.temp[k] == max(a.timeline[s:s + width])
+    assert max(t.temp) == a.figures.temp_peak_bytes
+
+
+def test_memory_report_has_fused_unfused_and_eager_timelines() -> None:
+    r = memory_report(parse_file(BERT_POST), None, parse_file(BERT_PRE))
+    assert [t.label for t in r.timelines] == ["fused", "unfused", "eager"]
+    fused, unfused, eager = r.timelines
+    assert fused.peak_bytes == r.fused.temp_peak_bytes
+    assert unfused.peak_bytes == r.unfused.temp_peak_bytes
+    assert eager.peak_bytes == r.eager.temp_peak_bytes
+    assert unfused.steps > fused.steps  # the expanded module has more steps
+
+
+def _timeline(label: str, temp: tuple[int, ...]) -> Timeline:
+    peak = max(temp)
+    return Timeline(label, len(temp), 100, 10, tuple(range(len(temp))), temp,
+                    temp.index(peak), peak, f"op{temp.index(peak)}")
+
+
+def test_text_chart_blocks_scale_and_peak_marker() -> None:
+    """Two curves on one scale (the larger peak, 800 B, fills the top row): the unfused
+    one reaches the top at step 2 of 4; the fused one peaks at a quarter of it."""
+    chart = text_chart([_timeline("fused", (0, 200, 100, 0)),
+                        _timeline("unfused", (0, 400, 800, 0))], width=4, height=2)
+    lines = chart.splitlines()
+    assert lines[0].startswith("temp bytes live over the schedule") and "800 B" in lines[0]
+    assert "fused: peak 200 B at step 1 of 4 (op1)" in chart
+    assert "unfused: peak 800 B at step 2 of 4 (op2)" in chart
+    i = lines.index("unfused: peak 800 B at step 2 of 4 (op2)")
+    # height 2 → 16 eighths; 400 B = 8 eighths (a full bottom cell), 800 B = 16 (both cells).
+    assert lines[i + 1] == "     800 B │  █ "
+    assert lines[i + 2] == "         0 │ ██ "
+    assert lines[i + 4] == " " * 12 + "  ▲ peak"
+    j = lines.index("fused: peak 200 B at step 1 of 4 (op1)")
+    assert lines[j + 2] == "         0 │ ▄▂ "  # 200 B = 4 eighths, 100 B = 2
+
+
+def test_text_chart_says_when_a_curve_is_below_one_block() -> None:
+    chart = text_chart([_timeline("fused", (0, 1, 0)), _timeline("unfused", (0, 10_000, 0))])
+    assert "fused: peak 1 B at step 1 of 3 (op1); below one block at this scale" in chart
+
+
+def test_memory_plot_in_the_terminal(capsys) -> None:
+    assert run(["memory", BERT_POST, "--pre", BERT_PRE, "--plot"]) == 0
+    out = capsys.readouterr().out
+    assert "temp bytes live over the schedule" in out
+    for label in ("fused: peak 3.38 MiB", "unfused: peak", "eager: peak"):
+        assert label in out
+    assert "▲ peak" in out and "█" in out
+
+
+@needs_matplotlib
+def test_timeline_svg_is_xml_with_its_curves(tmp_path, capsys) -> None:
+    out = tmp_path / "t.svg"
+    assert run(["memory", BERT_POST, "--pre", BERT_PRE, "--svg", str(out)]) == 0
+    root = ET.parse(out).getroot()
+    assert root.tag.endswith("svg")
+    text = out.read_text()
+    assert "timeline-axes" in text  # the axes' id
+    for label in ("fused: peak", "unfused: peak", "eager: peak", "parameters (27.41 MiB)"):
+        assert label in text
+    # Deterministic: the same input draws the same file (no dates, fixed ids).
+    again = tmp_path / "u.svg"
+    assert run(["memory", BERT_POST, "--pre", BERT_PRE, "--svg", str(again)]) == 0
+    assert again.read_text() == text
+
+
+def test_memory_svg_without_matplotlib_says_how_to_install(tmp_path, capsys,
+                                                           monkeypatch) -> None:
+    import hloscope.present.plot as plot
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    assert plot.matplotlib_missing() is not None
+    assert run(["memory", BERT_POST, "--svg", str(tmp_path / "t.svg")]) == 2
+    assert "pip install 'hloscope[plot]'" in capsys.readouterr().err
+
+
+# --- the HTML report ------------------------------------------------------------------------
+
+def _programs() -> list[pipeline.Program]:
+    """The BERT layer forward as compiled for cpu and gpu-h100, with XLA's figures."""
+    out = []
+    for target, backend in (("cpu", "cpu"), ("gpu-h100", "gpu")):
+        d = fixture_path(target)
+        with open(os.path.join(d, "bert_layer_forward.memory.json")) as f:
+            xla = json.load(f)
+        out.append(pipeline.Program(
+            target, pipeline.read_text(os.path.join(d, "bert_layer_forward.pre.hlo")),
+            pipeline.read_text(os.path.join(d, "bert_layer_forward.post.hlo")),
+            f"{target}/pre", f"{target}/post", backend, "jax", xla))
+    return out
+
+
+def _report(targets: int = 1):
+    modules: pipeline.Modules = {}
+    rep = pipeline.diff_programs(_programs()[:targets], "examples/bert_layer.py", "forward",
+                                 {"seq": 128}, modules=modules)
+    return rep, modules
+
+
+@pytest.fixture(scope="module")
+def one_target_html() -> str:
+    rep, modules = _report(1)
+    return render_html(rep, pipeline.report_graphs(modules))
+
+
+@pytest.fixture(scope="module")
+def two_target_html() -> str:
+    rep, modules = _report(2)
+    return render_html(rep, pipeline.report_graphs(modules))
+
+
+def test_report_is_self_contained(one_target_html) -> None:
+    html = one_target_html
+    assert html.startswith("<!DOCTYPE html>")
+    assert "<script src" not in html and "<link" not in html and "@import" not in html
+    # Nothing to fetch: the only URLs are XML namespace names inside the inline SVGs.
+    urls = set(re.findall(r"https?://[^\s\"'<>)]+", html))
+    assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
+    assert not re.search(r"(src|href)=[\"'](https?:)?//", html)
+
+
+def test_report_holds_the_tables_and_pictures(one_target_html) -> None:
+    rep, _ = _report(1)
+    t = rep.targets[0]
+    html = one_target_html
+    assert "hloscope diff examples/bert_layer.py" in html and "entry forward" in html
+    assert "XLA memory_analysis()" in html and "3.38 MiB" in html  # XLA's temp, and ours
+    assert "fused temp ÷ XLA&#39;s temp_size_in_bytes: 1.000" in html
+    # One fusion row per fusion, each linked to its picture's cluster.
+    rows = re.findall(r'<tr data-node="([^"]*)" data-scope=', html)
+    assert len(rows) == len(t.fusions) == 29
+    assert all(r.startswith("cpu-cluster-") for r in rows)
+    ids = {unescape(i) for i in re.findall(r'\bid="([^"]+)"', html)}
+    assert set(rows) <= ids
+    assert "timeline-cpu" in ids and "cpu-timeline-timeline-axes" in ids
+    assert 'class="graph-view" id="graph-cpu"' in html
+    live = re.search(r'<table class="live">.*?</table>', html, re.S).group(0)
+    assert live.count("<tr>") == 1 + min(15, len(t.live_at_peak))
+
+
+def test_multi_target_report_has_tabs_and_a_comparison(two_target_html) -> None:
+    html = two_target_html
+    assert html.count('role="tab"') == 3  # comparison, cpu, gpu-h100
+    assert 'id="tab-comparison"' in html and 'id="tab-gpu-h100"' in html
+    assert 'class="comparison"' in html
+    # Ids of the two graphs do not collide.
+    ids = [unescape(i) for i in re.findall(r'\bid="([^"]+)"', html)]
+    assert len(ids) == len(set(ids))
+    assert target_key("gpu-h100") == "gpu-h100" and target_key("a b/c") == "a_b_c"
+
+
+def test_report_without_dot_shows_the_source(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    rep, modules = _report(1)
+    html = render_html(rep, pipeline.report_graphs(modules), timeline=False)
+    assert "apt-get install graphviz" in html and '<pre class="dot">digraph' in html
+
+
+@needs_dot
+@needs_matplotlib
+def test_diff_html_and_svg_from_the_command_line(tmp_path, capsys) -> None:
+    html, svgs = tmp_path / "r.html", tmp_path / "svg"
+    assert run(["diff", BERT_PRE, BERT_POST, "--html", str(html), "--svg", str(svgs),
+                "-q"]) == 0
+    assert html.read_text().startswith("<!DOCTYPE html>")
+    assert sorted(os.listdir(svgs)) == ["hlo.fusions.svg", "hlo.timeline.svg"]
+    for name in os.listdir(svgs):
+        ET.parse(svgs / name)
+
+
+@needs_dot
+@needs_matplotlib
+def test_report_command_reads_a_saved_directory(tmp_path, capsys) -> None:
+    saved = tmp_path / "saved"
+    assert run(["diff", BERT_PRE, BERT_POST, "--save", str(saved), "-q", "--json"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "r.html"
+    assert run(["report", str(saved), "-o", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().err
+    assert 'id="graph-hlo"' in out.read_text()
+
+
+def test_report_command_errors(tmp_path, capsys) -> None:
+    assert run(["report", str(tmp_path), "-o", str(tmp_path / "r.html")]) == 2
+    assert "no module_*.txt files" in capsys.readouterr().err
+
+
+# --- in a real browser ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-software-rasterizer"])
+        yield b
+        b.close()
+
+
+def _open(browser, path: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+            if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    url = "file://" + path
+    page.on("request", lambda r: problems.append(f"request {r.url}") if r.url != url else None)
+    page.goto(url)
+    return page, problems
+
+
+@needs_browser
+@needs_dot
+@needs_matplotlib
+def test_report_in_chromium(browser, one_target_html, tmp_path) -> None:
+    path = tmp_path / "report.html"
+    path.write_text(one_target_html)
+    page, problems = _open(browser, str(path))
+    timeline = page.locator("#timeline-cpu svg").bounding_box()
+    graph = page.locator("#graph-cpu svg").bounding_box()
+    assert timeline and timeline["width"] > 400 and timeline["height"] > 150
+    assert graph and graph["width"] > 400 and graph["height"] > 300
+    # Click a fusion's row: its cluster in the graph is highlighted and brought into view.
+    row = page.locator("#fusions-cpu tbody tr").nth(3)
+    node_id = row.get_attribute("data-node")
+    row.click()
+    assert page.evaluate(f"document.getElementById({node_id!r}).classList.contains('hl')")
+    assert "hl" in (row.get_attribute("class") or "")
+    box = page.locator(f"[id='{node_id}']").bounding_box()
+    view = page.locator("#graph-cpu").bounding_box()
+    assert box and view
+    assert view["x"] <= box["x"] + box["width"] / 2 <= view["x"] + view["width"]
+    assert view["y"] <= box["y"] + box["height"] / 2 <= view["y"] + view["height"]
+    # And back: clicking a node in the graph marks its row.
+    other = page.locator("#fusions-cpu tbody tr").nth(0).get_attribute("data-node")
+    page.evaluate(f"document.getElementById({other!r}).dispatchEvent("
+                  "new MouseEvent('click', {bubbles: true}))")
+    assert "hl" in (page.locator(f"#fusions-cpu tr[data-node='{other}']")
+                    .get_attribute("class") or "")
+    # The scope filter hides rows that do not match; sorting orders by the number.
+    page.fill("input.scope-filter", "reduce_max")
+    shown = page.evaluate("Array.from(document.querySelectorAll('#fusions-cpu tbody tr'))"
+                          ".filter(r => !r.hidden).length")
+    assert 0 < shown < 29
+    page.fill("input.scope-filter", "")
+    page.click("#fusions-cpu th:has-text('eliminated')")
+    values = page.evaluate("Array.from(document.querySelectorAll('#fusions-cpu tbody tr'))"
+                           ".map(r => Number(r.cells[7].dataset.v))")
+    assert values == sorted(values, reverse=True) and values[0] > 0
+    # Zoom changes the view box.
+    before = page.get_attribute("#graph-cpu svg", "viewBox")
+    page.click("#graph-cpu .zoom-in")
+    assert page.get_attribute("#graph-cpu svg", "viewBox") != before
+    page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+    assert problems == []
+
+
+@needs_browser
+@needs_dot
+@needs_matplotlib
+def test_multi_target_report_tabs_in_chromium(browser, two_target_html, tmp_path) -> None:
+    path = tmp_path / "report.html"
+    path.write_text(two_target_html)
+    page, problems = _open(browser, str(path))
+    assert page.is_visible("#tab-comparison") and not page.is_visible("#tab-cpu")
+    page.click("nav.tabs button[data-tab='tab-gpu-h100']")
+    assert page.is_visible("#tab-gpu-h100") and not page.is_visible("#tab-comparison")
+    box = page.locator("#graph-gpu-h100 svg").bounding_box()
+    assert box and box["width"] > 400 and box["height"] > 300
+    page.screenshot(path=str(tmp_path / "tabs.png"))
+    assert problems == []
