@@ -154,12 +154,20 @@ def test_collapse_is_the_default_over_the_node_limit() -> None:
 
 
 def test_max_nodes_cuts_in_schedule_order_and_says_so() -> None:
-    m = parse_file(fixture_path("cpu", "bert_layer_forward.post.hlo"))
+    """The cut keeps instructions in schedule order, each with the parameters it reads (XLA
+    lists all parameters first; the first ten instructions alone would be parameters)."""
+    m = parse_file(fixture_path("cpu", "bert_layer_train_step.post.hlo"))
+    assert all(i.opcode == "parameter" for i in m.entry.instructions[:10])
     g = fusion_graph(m, collapse=True, max_nodes=10)
-    top_level = [n for n in g.nodes if n.kind != EXTERNAL]
-    assert [n.name for n in top_level] == [i.name for i in m.entry.instructions[:10]]
-    assert g.shown == 10 and g.instructions == len(m.entry)
-    assert any(f"first 10 of {len(m.entry)}" in n and "--scope" in n for n in g.notes)
+    drawn = [n for n in g.nodes if n.kind != EXTERNAL]
+    assert len(drawn) == g.shown <= 10 and g.instructions == len(m.entry)
+    ops = [n.name for n in drawn if n.kind != PARAMETER]
+    others = [i.name for i in m.entry.instructions if i.opcode != "parameter"]
+    assert ops == others[:len(ops)] and len(ops) >= 3
+    read = {op for name in ops for op in m.entry.instruction(name).operands}
+    assert {n.name for n in drawn if n.kind == PARAMETER} <= read
+    assert any(e.src != e.dst for e in g.edges)
+    assert any(f"first {g.shown} of {len(m.entry)}" in n and "--scope" in n for n in g.notes)
 
 
 def test_scope_selects_by_op_name_and_draws_outside_operands_dashed() -> None:
@@ -295,7 +303,7 @@ def test_cli_writes_svg_and_reports_cuts(capsys, tmp_path) -> None:
     assert run(["graph", fixture_path("cpu", "bert_layer_train_step.post.hlo"), "-o", str(out),
                 "--max-nodes", "50"]) == 0
     _, err = capsys.readouterr()
-    assert "fusions drawn as one node each" in err and "drew the first 50 of" in err
+    assert "fusions drawn as one node each" in err and "drew the first 4" in err
     assert f"wrote {out}" in err
     ET.parse(out)
 

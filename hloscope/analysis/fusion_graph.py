@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from hloscope.analysis.fusion import (FUSED, MATERIALIZED, FusionCluster, PrePostMap,
-                                      fusion_clusters, trim_scope)
+                                      cluster_info, trim_scope)
 from hloscope.analysis.graph import computation_graph
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Computation, Instruction, Module
@@ -171,6 +171,33 @@ def _weight(module: Module, instr: Instruction, collapsed: bool) -> int:
     return sum(1 for i in fused.instructions if i.opcode != "parameter")
 
 
+def _cut(module: Module, selected: list[Instruction], collapsed: bool,
+         max_nodes: int) -> list[Instruction]:
+    """The selection cut to ``max_nodes`` nodes: instructions in schedule order, each with the
+    parameters it reads (XLA lists every parameter first: a training step's first few hundred
+    instructions are its weights and optimizer state, which alone draw nothing)."""
+    total = sum(_weight(module, i, collapsed) for i in selected)
+    if total <= max_nodes:
+        return selected
+    chosen = {i.name for i in selected}
+    params = {i.name: i for i in selected if i.opcode == "parameter"}
+    taken: set[str] = set()
+    budget = 0
+    for instr in selected:
+        if instr.opcode == "parameter":
+            continue
+        new = [op for op in dict.fromkeys(instr.operands) if op in params and op not in taken]
+        w = _weight(module, instr, collapsed) + len(new)
+        if taken and budget + w > max_nodes:
+            break
+        taken.add(instr.name)
+        taken.update(new)
+        budget += w
+    if not taken:  # only parameters selected
+        taken = {i.name for i in selected[:max_nodes]}
+    return [i for i in selected if i.name in taken and i.name in chosen]
+
+
 @gc_paused
 def fusion_graph(module: Module, computation: Optional[str] = None,
                  collapse: Optional[bool] = None, scope: Optional[str] = None,
@@ -207,18 +234,13 @@ def fusion_graph(module: Module, computation: Optional[str] = None,
         notes.append(f"fusions drawn as one node each: the expanded picture has "
                      f"{expanded_cost:,} nodes, over --max-nodes {max_nodes}; "
                      "--no-collapse draws them anyway")
-    budget, kept = 0, list[Instruction]()
-    for instr in selected:
-        w = _weight(module, instr, collapsed)
-        if kept and budget + w > max_nodes:
-            break
-        kept.append(instr)
-        budget += w
+    kept = _cut(module, selected, collapsed, max_nodes)
     if len(kept) < len(selected):
         notes.append(f"drew the first {len(kept):,} of {len(selected):,} selected instructions "
-                     f"in schedule order (--max-nodes {max_nodes}); narrow the picture with "
-                     "--scope REGEX or --around NAME --depth K, or raise --max-nodes")
-    info = {c.name: c for c in fusion_clusters(module) if c.computation == comp.name}
+                     f"in schedule order, parameters with their first reader (--max-nodes "
+                     f"{max_nodes}); narrow the picture with --scope REGEX or --around NAME "
+                     "--depth K, or raise --max-nodes")
+    info = cluster_info(module, comp, [i for i in kept if i.opcode == "fusion"])
     b = _Builder(module, comp, collapsed, info, id_prefix)
     b.draw(kept, partial=len(kept) < len(comp.instructions))
     if pre is not None and pre_post is not None:
