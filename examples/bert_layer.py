@@ -134,8 +134,11 @@ def stacked_train_step(size: str = "large", layers: int = 24, batch: int = 1,
     params = [one] * layers
 
     def stack_loss(ps: list[dict[str, jax.Array]], x: jax.Array, mask: jax.Array) -> jax.Array:
-        for p in ps:
-            x = encoder_layer(p, x, mask, heads)
+        for i, p in enumerate(ps):
+            # Each layer's ops carry its scope in their op_name ("jvp()/layer_3/dot_general"),
+            # so `hloscope graph --scope layer_3/` draws one layer of the stack.
+            with jax.named_scope(f"layer_{i}"):
+                x = encoder_layer(p, x, mask, heads)
         return jnp.mean(jnp.square(x))
 
     def train_step(ps: Any, m: Any, v: Any, step: jax.Array, x: jax.Array,

@@ -154,7 +154,11 @@ def _around(module: Module, comp: Computation, name: str, depth: int) -> set[str
     todo = deque([start])
     while todo:
         n = todo.popleft()
-        if seen[n] >= depth:
+        # Parameters and constants are drawn but not walked through: a scalar constant or a
+        # weight read all over the module would pull in everything (XLA's dumper has the same
+        # problem with its neighbourhood cut).
+        if seen[n] >= depth or (n != start and comp.instruction(n).opcode in ("parameter",
+                                                                           "constant")):
             continue
         for m in list(g.predecessors(n)) + list(g.successors(n)):
             if m not in seen:
