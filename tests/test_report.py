@@ -83,7 +83,8 @@ def test_text_chart_blocks_scale_and_peak_marker() -> None:
     chart = text_chart([_timeline("fused", (0, 200, 100, 0)),
                         _timeline("unfused", (0, 400, 800, 0))], width=4, height=2)
     lines = chart.splitlines()
-    assert lines[0].startswith("temp bytes live over the schedule") and "800 B" in lines[0]
+    assert lines[0].startswith("temp bytes live over the schedule, one scale for all (top: "
+                               "800 B)")
     assert "fused: peak 200 B at step 1 of 4 (op1)" in chart
     assert "unfused: peak 800 B at step 2 of 4 (op2)" in chart
     i = lines.index("unfused: peak 800 B at step 2 of 4 (op2)")

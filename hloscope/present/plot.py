@@ -41,8 +41,8 @@ def text_chart(timelines: Sequence["Timeline"], width: int = 64, height: int = 6
     """One block chart per timeline, temporaries only, all on the scale of the largest peak;
     the x axis is the share of each schedule, so curves of different lengths line up."""
     top = max((t.peak_bytes for t in timelines), default=0)
-    lines = [f"temp bytes live over the schedule (each row of blocks: {human_bytes(top)} "
-             "at the top; parameters and outputs are live throughout)"]
+    lines = [f"temp bytes live over the schedule, one scale for all (top: {human_bytes(top)}); "
+             "parameters and outputs are live throughout"]
     for t in timelines:
         cols = _columns(t, width)
         lines.append("")
