@@ -379,9 +379,10 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
 def _pictures(rep: "Report", modules: "Modules", html_path: Optional[str],
               svg_dir: Optional[str], quiet: bool) -> None:
     from hloscope import pipeline
+    graphs = pipeline.report_graphs(modules)
     if svg_dir:
         try:
-            written, problems = pipeline.write_svgs(svg_dir, rep, modules)
+            written, problems = pipeline.write_svgs(svg_dir, rep, graphs)
         except OSError as e:
             fail(f"cannot write under {svg_dir}: {e.strerror or e}")
         for p in problems:
@@ -394,8 +395,7 @@ def _pictures(rep: "Report", modules: "Modules", html_path: Optional[str],
         missing = matplotlib_missing()
         if missing:
             click.echo(f"hloscope: {missing}; the report has no timeline", err=True)
-        _write_text(html_path, render_html(rep, pipeline.report_graphs(modules),
-                                           timeline=missing is None))
+        _write_text(html_path, render_html(rep, graphs, timeline=missing is None))
         if not quiet:
             click.echo(f"wrote {html_path}", err=True)
 

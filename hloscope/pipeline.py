@@ -239,12 +239,13 @@ def report_graphs(modules: Modules, max_nodes: Optional[int] = None) -> dict[str
             for target, (_pre, post) in modules.items()}
 
 
-def write_svgs(directory: str, rep: Report, modules: Modules,
-               max_nodes: Optional[int] = None) -> tuple[list[str], list[str]]:
-    """Per target ``<target>.fusions.svg`` (the fusion graph) and ``<target>.timeline.svg``
-    (the memory timeline). Returns the paths written and what could not be drawn (no `dot`:
-    the .dot source is written instead; no matplotlib: no timeline)."""
-    from hloscope.analysis.fusion_graph import DEFAULT_MAX_NODES, fusion_graph
+def write_svgs(directory: str, rep: Report, graphs: dict[str, Any]) -> tuple[list[str],
+                                                                            list[str]]:
+    """Per target ``<target>.fusions.svg`` (its graph from ``report_graphs``) and
+    ``<target>.timeline.svg`` (the memory timeline). Returns the paths written and what could
+    not be drawn (no `dot`: the .dot source is written instead; no matplotlib: no timeline).
+    The layout is shared with the HTML report of the same graphs (``present.dot`` keeps the
+    last few), so `--svg` and `--html` together run `dot` once per target."""
     from hloscope.present.dot import DotMissingError, write
     from hloscope.present.html import target_key
     from hloscope.present.plot import matplotlib_missing, timeline_svg
@@ -252,11 +253,10 @@ def write_svgs(directory: str, rep: Report, modules: Modules,
     written, problems = [], []
     for t in rep.targets:
         key = target_key(t.target)
-        if t.target in modules:
-            g = fusion_graph(modules[t.target][1], max_nodes=max_nodes or DEFAULT_MAX_NODES)
+        if t.target in graphs:
             path = os.path.join(directory, f"{key}.fusions.svg")
             try:
-                written.append(write(g, path))
+                written.append(write(graphs[t.target], path))
             except DotMissingError as e:
                 written.append(e.dot_path)
                 problems.append(str(e))

@@ -10,6 +10,7 @@ HTML report links to it) and a tooltip (full op_name, source line, bytes).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import os
@@ -190,9 +191,23 @@ def dot_source(fg: "FusionGraph") -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
+@functools.lru_cache(maxsize=8)
+def _layout(fg: "FusionGraph", fmt: str) -> bytes:
+    # `dot` takes seconds on a few hundred nodes with labelled edges: a graph drawn for both
+    # `--svg` and `--html` is laid out once. FusionGraph is frozen, so it is its own key.
+    return bytes(to_dot(fg).pipe(format=fmt))
+
+
+def _laid_out(fg: "FusionGraph", fmt: str) -> bytes:
+    import graphviz
+    if not dot_available():
+        raise graphviz.ExecutableNotFound(["dot"])
+    return _layout(fg, fmt)
+
+
 def render_svg(fg: "FusionGraph") -> str:
     """The laid-out SVG text; raises graphviz.ExecutableNotFound when `dot` is missing."""
-    return str(to_dot(fg).pipe(format="svg", encoding="utf-8"))
+    return _laid_out(fg, "svg").decode("utf-8")
 
 
 def dot_available() -> bool:
@@ -210,13 +225,12 @@ def write(fg: "FusionGraph", path: str) -> str:
     if fmt is None:
         raise ValueError(f"{path}: unknown picture format {ext or '(none)'}; use one of "
                          + ", ".join(sorted(FORMATS)))
-    g = to_dot(fg)
     if fmt == "dot":
         with open(path, "w") as f:
             f.write(dot_source(fg))
         return path
     try:
-        data = g.pipe(format=fmt)
+        data = _laid_out(fg, fmt)
     except graphviz.ExecutableNotFound:
         dot_path = os.path.splitext(path)[0] + ".dot"
         with open(dot_path, "w") as f:
