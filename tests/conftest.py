@@ -44,3 +44,24 @@ needs_jax = _needs("jax", "jax", "jax")
 needs_tf = _needs("tensorflow", "tf", "tf")
 needs_tpu = _needs("libtpu", "tpu", "tpu")
 needs_gpu = _needs("jax_cuda12_plugin", "gpu", "gpu")
+
+
+def _needs_program(program: str, install: str, mark: str) -> Callable[[F], F]:
+    import shutil
+    skip = pytest.mark.skipif(shutil.which(program) is None,
+                              reason=f"the {program} program is not installed ({install})")
+
+    def decorate(test: F) -> F:
+        return getattr(pytest.mark, mark)(skip(test))  # type: ignore[no-any-return]
+
+    return decorate
+
+
+needs_dot = _needs_program("dot", "apt-get install graphviz", "dot")
+needs_matplotlib = _needs("matplotlib", "plot", "plot")
+_needs_chromium = _needs_program("chromium", "apt-get install chromium", "browser")
+_needs_playwright = _needs("playwright", "test", "browser")
+
+
+def needs_browser(test: F) -> F:
+    return _needs_chromium(_needs_playwright(test))

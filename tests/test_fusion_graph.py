@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import glob
 import os
-import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import fixture_path
+from conftest import fixture_path, needs_dot
 from hloscope.analysis.fusion import pre_post_map
 from hloscope.analysis.fusion_graph import (EXTERNAL, FUSED_OP, FUSION, OUTPUT, PARAMETER,
                                             PRE_OP, GraphSelectionError, fusion_graph)
@@ -19,9 +18,6 @@ from hloscope.cli import run
 from hloscope.hlo.parser import parse_file
 from hloscope.present.dot import (DotMissingError, dot_source, penwidth, render_svg, to_dot,
                                   write)
-
-needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
-                               reason="Graphviz `dot` is not installed (apt-get install graphviz)")
 
 SMALL = fixture_path("handwritten", "small_fusion.hlo")
 CPU_POSTS = sorted(p for p in glob.glob(fixture_path("cpu", "*.post.hlo")))

@@ -13,7 +13,7 @@ from html import unescape
 
 import pytest
 
-from conftest import fixture_path
+from conftest import fixture_path, needs_browser, needs_dot, needs_matplotlib
 from hloscope import pipeline
 from hloscope.analysis.liveness import Timeline, analyze, timeline_of
 from hloscope.analysis.memory import memory_report
@@ -22,16 +22,7 @@ from hloscope.hlo.parser import parse_file
 from hloscope.present.html import render_html, target_key
 from hloscope.present.plot import text_chart
 
-needs_matplotlib = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
-                                      reason="matplotlib is not installed (pip install -e "
-                                             "'.[plot]')")
-needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
-                               reason="Graphviz `dot` is not installed (apt-get install graphviz)")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_browser = pytest.mark.skipif(
-    CHROMIUM is None or importlib.util.find_spec("playwright") is None,
-    reason="needs Debian's chromium (apt-get install chromium) and playwright (pip install -e "
-           "'.[test]')")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 BERT_PRE = fixture_path("cpu", "bert_layer_forward.pre.hlo")
 BERT_POST = fixture_path("cpu", "bert_layer_forward.post.hlo")

@@ -157,8 +157,8 @@ def _around(module: Module, comp: Computation, name: str, depth: int) -> set[str
         # Parameters and constants are drawn but not walked through: a scalar constant or a
         # weight read all over the module would pull in everything (XLA's dumper has the same
         # problem with its neighbourhood cut).
-        if seen[n] >= depth or (n != start and comp.instruction(n).opcode in ("parameter",
-                                                                           "constant")):
+        hub = n != start and comp.instruction(n).opcode in ("parameter", "constant")
+        if seen[n] >= depth or hub:
             continue
         for m in list(g.predecessors(n)) + list(g.successors(n)):
             if m not in seen:
@@ -421,4 +421,3 @@ def _with_cluster(node: GraphNode, cluster: str) -> GraphNode:
 def _with_parent(c: GraphCluster, parent: str) -> GraphCluster:
     return GraphCluster(c.id, c.fusion, c.kind, c.backend_kind, c.hero_opcode, c.op_count,
                         c.intermediate_count, c.intermediate_bytes, c.scope, c.source, parent)
-

@@ -174,13 +174,14 @@ def to_dot(fg: "FusionGraph", legend: bool = True) -> "graphviz.Digraph":
             g.edge(e.src, e.dst, id=eid, style="dotted", color="#7F7F7F", constraint="false",
                    arrowhead="vee", tooltip="became")
         elif e.control:
-            g.edge(e.src, e.dst, id=eid, style="dotted", color="#AA0000", tooltip="control dependence")
+            g.edge(e.src, e.dst, id=eid, style="dotted", color="#AA0000",
+                   tooltip="control dependence")
         elif e.internal:
             g.edge(e.src, e.dst, id=eid, style="dashed", color="#555555",
                    tooltip=f"kept inside the fusion: {human_bytes(e.bytes)}")
         else:
-            g.edge(e.src, e.dst, id=eid, label=human_bytes(e.bytes), penwidth=penwidth(e.bytes, largest),
-                   tooltip=f"buffer in device memory: {_bytes(e.bytes)}")
+            g.edge(e.src, e.dst, id=eid, label=human_bytes(e.bytes),
+                   penwidth=penwidth(e.bytes, largest), tooltip=f"buffer in device memory: {_bytes(e.bytes)}")
     if legend and fg.fusion_kinds:
         _legend(g, fg.fusion_kinds, fg.id_prefix + "legend")
     return g

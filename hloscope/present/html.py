@@ -99,19 +99,19 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
     from hloscope.present.format import memory_rows
     rows = memory_rows(t)
     m = t.memory
+    saved, e, r = t.memory_saved_bytes, t.eliminated, t.ratios
     facts = [f"instructions {t.pre.instructions:,} before optimization → "
              f"{t.post.unfused_instructions:,} after ({t.post.instructions:,} counting the "
              f"ops inside {t.post.fusions:,} fusions)",
-             f"memory saved by fusion (unfused − fused packed temp): "
-             f"{human_bytes(t.memory_saved_bytes) if t.memory_saved_bytes >= 0 else '-' + human_bytes(-t.memory_saved_bytes)}",
-             f"intermediates fusion eliminated: {t.eliminated.count:,} values, "
-             f"{human_bytes(t.eliminated.bytes)} of traffic; {t.eliminated.live_at_unfused_peak_count:,}"
-             f" of them ({human_bytes(t.eliminated.live_at_unfused_peak_bytes)}) live at the "
-             "unfused peak"]
-    if t.ratios.fused_vs_xla_temp is not None:
-        facts.append(f"fused temp ÷ XLA's temp_size_in_bytes: {t.ratios.fused_vs_xla_temp:.3f}"
-                     + (f"; unfused ÷ XLA without fusion: {t.ratios.unfused_vs_xla_unfused_temp:.3f}"
-                        if t.ratios.unfused_vs_xla_unfused_temp is not None else ""))
+             "memory saved by fusion (unfused − fused packed temp): "
+             + (human_bytes(saved) if saved >= 0 else "-" + human_bytes(-saved)),
+             f"intermediates fusion eliminated: {e.count:,} values, {human_bytes(e.bytes)} of "
+             f"traffic; {e.live_at_unfused_peak_count:,} of them "
+             f"({human_bytes(e.live_at_unfused_peak_bytes)}) live at the unfused peak"]
+    if r.fused_vs_xla_temp is not None:
+        facts.append(f"fused temp ÷ XLA's temp_size_in_bytes: {r.fused_vs_xla_temp:.3f}"
+                     + (f"; unfused ÷ XLA without fusion: {r.unfused_vs_xla_unfused_temp:.3f}"
+                        if r.unfused_vs_xla_unfused_temp is not None else ""))
     facts += [f"note: {n}" for n in t.notes]
     timeline_svg, timeline_missing = "", ""
     if draw_timeline and t.timelines:
@@ -132,8 +132,8 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
         "intermediate_bytes": f.intermediate_bytes,
         "eliminated": f"{f.eliminated_count} / {human_bytes(f.eliminated_bytes)}",
         "eliminated_bytes": f.eliminated_bytes,
-        "scopes": ", ".join(f.scopes[:2]) + (f" +{len(f.scopes) - 2}" if len(f.scopes) > 2
-                                              else ""),
+        "scopes": ", ".join(f.scopes[:2])
+        + (f" +{len(f.scopes) - 2}" if len(f.scopes) > 2 else ""),
         "scope_text": " ".join(f.scopes), "sources": _sources(f.source_lines),
         "node": element.get(f.name, ""),
     } for f in t.fusions]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 from hloscope.analysis.diff import Report, TargetReport
 from hloscope.analysis.fusion import FusionCluster, FusionReport, trim_scope
 from hloscope.analysis.memory import MemoryReport
 from hloscope.analysis.summary import ModuleSummary
-from hloscope.present.format import (bytes_or_dash, comparison_rows, human_bytes, memory_rows,
-                                      ratio_text, table)
+from hloscope.present.format import (comparison_rows, human_bytes, memory_rows, ratio_text,
+                                      table)
 
 
 def _bytes(logical: int, padded: int) -> str:
