@@ -44,9 +44,13 @@ def load_module(path: str) -> Module:
     except OSError as e:
         fail(f"cannot read {path}: {e.strerror or e}")
     try:
-        return parse(data, source)
+        module = parse(data, source)
     except HloParseError as e:
         fail_parse(e)
+    if module.headerless:
+        click.echo(f"hloscope: {source} has no 'HloModule' header; read it as a module named "
+                   f"'{module.name}' with entry computation '{module.entry_name}'", err=True)
+    return module
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

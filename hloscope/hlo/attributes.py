@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 from hloscope.hlo.ir import InputOutputAlias, OpMetadata
 from hloscope.hlo.shape import Shape, ShapeError, parse_shape
@@ -70,25 +70,93 @@ def parse_metadata(raw: str) -> OpMetadata:
 
 
 def parse_backend_config(raw: str) -> Union[dict[str, Any], list[Any], str]:
-    """A backend config is JSON (``{...}``) on CPU and GPU, an opaque string elsewhere."""
+    """A backend config, decoded where its form is known, else kept as its raw text (an
+    attribute hloscope cannot decode is never fatal):
+
+    - JSON, as CPU and GPU print it (``{"operation_queue_id":"0", ...}``), also quoted;
+    - JSON with bare keys, as people write it by hand (``{sizes:[32]}``,
+      ``{kind: "__ynn_fusion"}``);
+    - a typed-FFI attribute dictionary (``{attn_heads = 128 : i64, scale = 1.0 : f32}``), the
+      MLIR form custom calls with ``api_version=API_VERSION_TYPED_FFI`` take: values decoded to
+      int, float, bool or string, keyed by name;
+    - anything else (TPU's opaque strings) as text.
+    """
     if raw.startswith('"'):
         text = unquote(raw)
         if text.startswith("{"):
-            try:
-                value = json.loads(text)
-                if isinstance(value, (dict, list)):
-                    return value
-            except json.JSONDecodeError:
-                pass
+            value = _json_like(text)
+            if value is not None:
+                return value
         return text
     if raw.startswith("{"):
+        value = _json_like(raw)
+        if value is not None:
+            return value
+        ffi = _typed_ffi(raw)
+        if ffi is not None:
+            return ffi
+    return raw
+
+
+_BARE_KEY_RE = re.compile(r'([{,]\s*)([A-Za-z_][A-Za-z0-9_.]*)\s*:')
+
+
+def _json_like(text: str) -> Union[dict[str, Any], list[Any], None]:
+    for candidate in (text, _BARE_KEY_RE.sub(r'\1"\2":', text)):
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"backend_config is not valid JSON: {e.msg}") from None
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
         if isinstance(value, (dict, list)):
             return value
-    return raw
+    return None
+
+
+_FFI_ENTRY_RE = re.compile(
+    r'\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^,:]+?)\s*(?::\s*([A-Za-z0-9_<>]+))?'
+    r'\s*(?:,|$)')
+
+
+def _typed_ffi(raw: str) -> Optional[dict[str, Any]]:
+    """``{name = value : type, ...}`` → {name: value}; None if the text is not of that form.
+    Arrays and nested dictionaries stay as their text."""
+    body = raw[1:-1].strip() if raw.endswith("}") else None
+    if body is None:
+        return None
+    out: dict[str, Any] = {}
+    pos = 0
+    while pos < len(body):
+        eq = body.find("=", pos)
+        if eq > 0 and body[eq + 1:].lstrip().startswith(("array<", "dense<")):
+            # An array value holds commas: take it to its closing '>'.
+            end = body.find(">", eq)
+            if end < 0:
+                return None
+            out[body[pos:eq].strip()] = body[eq + 1:end + 1].strip()
+            nxt = body.find(",", end)
+            pos = len(body) if nxt < 0 else nxt + 1
+            continue
+        m = _FFI_ENTRY_RE.match(body, pos)
+        if m is None or m.end() == pos:
+            return None
+        key, value, kind = m.group(1), m.group(2).strip(), m.group(3) or ""
+        out[key] = _ffi_value(value, kind)
+        pos = m.end()
+    return out
+
+
+def _ffi_value(text: str, kind: str) -> Any:
+    if text.startswith('"'):
+        return unquote(text)
+    if text in ("true", "false"):
+        return text == "true"
+    try:
+        return int(text) if not kind.startswith(("f", "bf")) else float(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
 
 
 _NAME_RE = re.compile(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)")

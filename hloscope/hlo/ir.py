@@ -259,6 +259,9 @@ class Module:
     input_output_alias: tuple[InputOutputAlias, ...] = field(default=(), compare=False)
     buffer_donor: tuple[tuple[int, tuple[int, ...]], ...] = field(default=(), compare=False)
     frontend_attributes: dict[str, str] = field(default_factory=dict, compare=False)
+    # The text had no `HloModule` header (a bare computation or instructions): the parser
+    # wrapped a module around it, which the printer writes.
+    headerless: bool = field(default=False, compare=False)
     _index: dict[str, Computation] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

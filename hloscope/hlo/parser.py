@@ -65,7 +65,7 @@ class HloParseError(Exception):
 _TOKEN_RE = re.compile(
     r"(?P<NL>\n)"
     r"|(?P<WS>[ \t\r\f\v]+)"
-    r"|(?P<COMMENT>/\*.*?\*/)"
+    r"|(?P<COMMENT>//[^\n]*|/\*[\s\S]*?\*/)"
     r'|(?P<STRING>"(?:[^"\\\n]|\\.)*")'
     r"|(?P<SHAPE>[a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?)"
     r'|(?P<BRACED>\{(?:[^{}"\n]|"(?:[^"\\\n]|\\.)*")*\})'
@@ -99,7 +99,15 @@ def tokenize(text: str, pos: int = 0,
     add_kind, add_value, add_start = kinds.append, values.append, starts.append
     for m in _TOKEN_RE.finditer(text, pos, endpos):
         kind = m.lastgroup
-        if kind == "WS" or kind == "COMMENT":
+        if kind == "WS":
+            continue
+        if kind == "COMMENT":
+            # XLA's lexer skips `//` to the line end and `/* ... */`; a block comment that
+            # spans lines still ends the line it started on.
+            if "\n" in m.group():
+                add_kind("NL")
+                add_value("\n")
+                add_start(m.start())
             continue
         add_kind(kind)  # type: ignore[arg-type]
         add_value(m.group())
@@ -115,6 +123,9 @@ def parse(text: Union[str, bytes], source: str = "<string>") -> Module:
     """Parse HLO text into a Module. Raises HloParseError on any malformed input."""
     if isinstance(text, bytes):
         text = _decode(text, source)
+    if "\r" in text:
+        # Windows and old Mac line endings: lines and columns are counted the same.
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     parser = _Parser(text, source, window=WINDOW)
     try:
         return parser.module()
@@ -260,11 +271,21 @@ class _Parser:
         self.skip_nl()
         if self.kinds[self.i] == "EOF":
             raise self.error_at(len(self.text), "'HloModule' header", "an empty file")
-        if self.values[self.i] != "HloModule":
-            raise self.error("'HloModule' header")
-        self.i += 1
-        name = self.expect_name("a module name")
-        header = self.attribute_list()
+        headerless = self.values[self.i] != "HloModule"
+        if headerless:
+            # A bare computation or a bare list of instructions, as tests and bug reports
+            # paste them: read it as the module XLA would wrap around it.
+            if not self._looks_like_computation() and not self._starts_instruction(self.i):
+                raise self.error("'HloModule' header (or a computation, or instructions)")
+            name, header = "module", ()
+        else:
+            self.i += 1
+            name = self.expect_name("a module name")
+            if self.values[self.i] == ":" and self.kinds[self.i] == "PUNCT":
+                self.i += 1  # the legacy `HloModule name:` form
+            header = self.attribute_list()
+        if headerless and self._starts_instruction(self.i):
+            return self._bare_instructions(name)
         decoded: dict[str, object] = {}
         for a in header:
             if a.key == "entry_computation_layout":
@@ -281,7 +302,8 @@ class _Parser:
                 decoded["buffer_donor"] = attrs.parse_buffer_donor(a.value)
             elif a.key == "frontend_attributes":
                 decoded["frontend_attributes"] = attrs.parse_frontend_attributes(a.value)
-        self.end_of_line("end of line after the module header")
+        if not headerless:
+            self.end_of_line("end of line after the module header")
         tables = self.stack_frame_tables()
         computations: list[Computation] = []
         entry_name: Optional[str] = None
@@ -319,7 +341,49 @@ class _Parser:
             computations[-1] = Computation(last.name, last.instructions, True,
                                            last.execution_thread)
         return Module(name, tuple(computations), entry_name, header, tables, self.source,
-                      **decoded)  # type: ignore[arg-type]
+                      headerless=headerless, **decoded)  # type: ignore[arg-type]
+
+    def _ends_computations(self, i: int) -> bool:
+        """Whether only line ends, then the end of the text or a computation, come at ``i``."""
+        kinds, values = self.kinds, self.values
+        if kinds[i] != "NL" and kinds[i] != "EOF":
+            return False
+        while kinds[i] == "NL":
+            i += 1
+        return kinds[i] == "EOF" or (kinds[i] == "NAME" and (
+            values[i] == "ENTRY" or values[i + 1] == "(" or kinds[i + 1] == "BRACED"))
+
+    def _looks_like_computation(self) -> bool:
+        """``[ENTRY] name (...) -> shape {`` or ``[ENTRY] name {``."""
+        i = self.i
+        if self.values[i] == "ENTRY" and self.kinds[i] == "NAME":
+            return True
+        return self.kinds[i] == "NAME" and self.values[i + 1] in ("(", "{") \
+            or self.kinds[i] == "NAME" and self.kinds[i + 1] == "BRACED"
+
+    def _starts_instruction(self, i: int) -> bool:
+        """Whether tokens at ``i`` begin an instruction: ``ROOT``, ``%name =``, or
+        ``name = shape``."""
+        kinds, values = self.kinds, self.values
+        if kinds[i] != "NAME":
+            return False
+        if values[i] == "ROOT":
+            return kinds[i + 1] == "NAME" and values[i + 2] == "="
+        if values[i + 1] != "=":
+            return False
+        return values[i][0] == "%" or kinds[i + 2] == "SHAPE" or (
+            values[i + 2] == "(" and kinds[i + 2] == "PUNCT")
+
+    def _bare_instructions(self, name: str) -> Module:
+        """Instructions with no computation around them: one ENTRY computation."""
+        instructions = self.body("entry", self.i, closed=False)
+        for callees, attribute, line_pos in self.calls:
+            raise self.error_at(self._attribute_pos_in_line(attribute, line_pos),
+                                "no called computation in bare instructions (paste the "
+                                "computations they call too)", f"'{callees[0]}'")
+        entry = Computation("entry", instructions, True)
+        return Module(name, (entry,), "entry", (), StackFrameIndex(), self.source,
+                      headerless=True)
 
     def end_of_line(self, expected: str) -> None:
         kind = self.kinds[self.i]
@@ -331,8 +395,21 @@ class _Parser:
         out: list[Attribute] = []
         kinds, values = self.kinds, self.values
         i = self.i
-        while values[i] == "," and kinds[i] == "PUNCT":
+        while True:
+            if kinds[i] == "NL":
+                # Free-form layout: the list may go on after a line break, with the ',' at
+                # the end of one line or the start of the next.
+                j = i
+                while kinds[j] == "NL":
+                    j += 1
+                if values[j] != "," or kinds[j] != "PUNCT":
+                    break
+                i = j
+            if values[i] != "," or kinds[i] != "PUNCT":
+                break
             i += 1
+            while kinds[i] == "NL":
+                i += 1
             if kinds[i] != "NAME":
                 raise self.error("an attribute name", i)
             key = values[i]
@@ -359,11 +436,25 @@ class _Parser:
         first = i = self.i
         depth = 0
         opened: list[int] = []
+        multiline = False
+        first_open = first
         while True:
             kind = kinds[i]
             if kind == "EOF" or kind == "NL":
-                # XLA prints every attribute on its instruction's line, so an open bracket at
-                # the end of the line is an error here, not a reason to read on.
+                # Inside brackets a value may go on over lines (a backend_config's JSON, an
+                # entry layout), as XLA's whitespace-blind grammar allows; but a line that
+                # starts an instruction or a computation means the bracket was never closed.
+                if depth and kind == "NL":
+                    j = i
+                    while kinds[j] == "NL":
+                        j += 1
+                    if kinds[j] != "EOF" and not self._starts_instruction(j) and not (
+                            values[j] == "ENTRY" and kinds[j] == "NAME"):
+                        if not multiline:
+                            first_open = opened[-1]
+                        multiline = True
+                        i = j
+                        continue
                 if depth:
                     raise self.error_at(
                         self.starts[opened[-1]],
@@ -380,6 +471,15 @@ class _Parser:
                         break
                     depth -= 1
                     opened.pop()
+                    if depth == 0 and multiline and kinds[i - 1] == "NL" and \
+                            self._ends_computations(i + 1):
+                        # The '}' that closed the value began a line and nothing but the
+                        # end of the text or another computation follows: it was the
+                        # computation's own brace, and the value's bracket was never closed.
+                        raise self.error_at(
+                            self.starts[first_open],
+                            f"a closing bracket for this one in attribute '{key}'",
+                            "end of line before it")
                 elif v == "," and depth == 0:
                     break
             elif kind == "ERROR":
@@ -388,7 +488,9 @@ class _Parser:
         if i == first:
             raise self.error(f"a value for attribute '{key}'", i)
         self.i = i
-        return self.text[self.starts[first]:self.token_end(i - 1)]
+        raw = self.text[self.starts[first]:self.token_end(i - 1)]
+        # Kept in XLA's one-line form, so that printing and parsing again gives it back.
+        return _one_line(raw) if multiline else raw
 
     # ---------------------------------------------------------------- stack frame tables
     def stack_frame_tables(self) -> StackFrameIndex:
@@ -461,6 +563,18 @@ class _Parser:
             self.split_braced(self.i)  # a body written on one line
         self.expect_punct("{")
         open_i = self.i - 1
+        instructions = self.body(name, open_i, closed=True)
+        if values[self.i] == "," and kinds[self.i] == "PUNCT":
+            # Computation attributes after the closing brace: `}, execution_thread="..."`.
+            for a in self.attribute_list():
+                if a.key == "execution_thread":
+                    execution_thread = attrs.unquote(a.value)
+        return Computation(name, instructions, is_entry, execution_thread)
+
+    def body(self, name: str, open_i: int, closed: bool) -> tuple[Instruction, ...]:
+        """Instructions up to the computation's '}' (or, for bare instructions, the end of
+        the text), each name defined once, one ROOT, every operand defined."""
+        kinds, values = self.kinds, self.values
         instructions: list[Instruction] = []
         defined: dict[str, int] = {}
         uses: list[tuple[Instruction, int]] = []
@@ -468,10 +582,12 @@ class _Parser:
         while True:
             self.skip_nl()
             self.refill()
-            if kinds[self.i] == "PUNCT" and values[self.i] == "}":
+            if closed and kinds[self.i] == "PUNCT" and values[self.i] == "}":
                 self.i += 1
                 break
             if kinds[self.i] == "EOF":
+                if not closed:
+                    break
                 raise self.error_at(self.starts[open_i],
                                     f"a '}}' closing computation '{name}'",
                                     "end of file before it")
@@ -488,7 +604,7 @@ class _Parser:
                     raise self.error("one ROOT per computation", start)
             instructions.append(instr)
             uses.append((instr, operand_at))
-            if values[self.i] != "}":
+            if values[self.i] != "}" or not closed:
                 self.end_of_line("',' before another attribute, or end of line")
         if not instructions:
             raise self.error_at(self.starts[open_i], f"instructions in computation '{name}'",
@@ -504,7 +620,7 @@ class _Parser:
                     raise self.error_at(self._attribute_pos(instr, "control-predecessors", at),
                                         f"an instruction defined in computation '{name}'",
                                         f"control predecessor '{operand}', which is not defined")
-        return Computation(name, tuple(instructions), is_entry, execution_thread)
+        return tuple(instructions)
 
     def _operand_token(self, at: int, k: int) -> int:
         """Index of the k-th operand's NAME token in an operand list starting at token ``at``
@@ -531,17 +647,23 @@ class _Parser:
         """``(name: shape, ...) -> shape``; the shapes repeat the parameters', so only checked
         for form."""
         self.expect_punct("(")
+        self.skip_nl()
         if self.values[self.i] != ")":
             while True:
                 self.expect_name("a parameter name")
                 self.expect_punct(":")
                 self.shape()
+                self.skip_nl()
                 if self.values[self.i] != ",":
                     break
                 self.i += 1
+                self.skip_nl()
         self.expect_punct(")")
+        self.skip_nl()
         self.expect_punct("->")
+        self.skip_nl()
         self.shape()
+        self.skip_nl()
 
     # ---------------------------------------------------------------- shapes
     def shape(self) -> Shape:
@@ -557,13 +679,16 @@ class _Parser:
             return shape
         if kind == "PUNCT" and self.values[self.i] == "(":
             self.i += 1
+            self.skip_nl()
             elements: list[Shape] = []
             if self.values[self.i] != ")":
                 while True:
                     elements.append(self.shape())
+                    self.skip_nl()
                     if self.values[self.i] != ",":
                         break
                     self.i += 1
+                    self.skip_nl()
             self.expect_punct(")")
             return tuple_shape(tuple(elements))
         if kind == "NAME" and self.values[self.i] in ("token", "opaque"):
@@ -607,7 +732,8 @@ class _Parser:
         if values[self.i] != ")" or kinds[self.i] != "PUNCT":
             raise self.error("',' or ')' in the operand list")
         self.i += 1
-        attributes = self.attribute_list() if values[self.i] == "," else ()
+        attributes = self.attribute_list() if values[self.i] == "," or kinds[self.i] == "NL" \
+            else ()
         called: tuple[str, ...] = ()
         fusion_kind = None
         metadata = None
@@ -651,11 +777,11 @@ class _Parser:
     def operands(self) -> tuple[str, ...]:
         kinds, values = self.kinds, self.values
         out: list[str] = []
+        self.skip_nl()
         if values[self.i] == ")":
             return ()
         while True:
-            while kinds[self.i] == "NL":
-                self.i += 1
+            self.skip_nl()
             kind = kinds[self.i]
             if kind == "SHAPE" or (kind == "PUNCT" and values[self.i] == "("):
                 self.shape()  # long form repeats the operand's shape
@@ -665,15 +791,17 @@ class _Parser:
             v = values[self.i]
             out.append(v[1:] if v[0] == "%" else v)
             self.i += 1
+            self.skip_nl()
             if values[self.i] != ",":
                 return tuple(out)
             self.i += 1
 
     def literal(self) -> str:
-        """Raw literal text inside ``constant(...)``, brackets balanced."""
+        """Raw literal text inside ``constant(...)``, brackets balanced (over lines, as one)."""
         kinds, values = self.kinds, self.values
         first = i = self.i
         depth = 0
+        multiline = False
         while True:
             kind = kinds[i]
             if kind == "EOF":
@@ -686,15 +814,27 @@ class _Parser:
                     if depth == 0:
                         break
                     depth -= 1
-            elif kind == "NL" and depth == 0:
-                raise self.error("')' closing the constant's literal", i)
+            elif kind == "NL":
+                if depth == 0:
+                    raise self.error("')' closing the constant's literal", i)
+                multiline = True
             elif kind == "ERROR":
                 raise self.error("a literal value", i)
             i += 1
         if i == first:
             raise self.error("a literal value", i)
         self.i = i
-        return self.text[self.starts[first]:self.token_end(i - 1)]
+        raw = self.text[self.starts[first]:self.token_end(i - 1)]
+        return _one_line(raw) if multiline else raw
+
+
+_LINE_BREAK_RE = re.compile(r"[ \t]*(?://[^\n]*)?\n\s*")
+
+
+def _one_line(raw: str) -> str:
+    """A value written over several lines, as XLA prints it: on one."""
+    out = _LINE_BREAK_RE.sub(" ", raw)
+    return re.sub(r"/\*[\s\S]*?\*/", "", out) if "/*" in out else out
 
 
 def _shape_expectation(e: ShapeError) -> str:

@@ -1,0 +1,317 @@
+"""HLO as people write it, not only as XLA prints it: comments, free-form line breaks, legacy
+and hand-written forms, typed-FFI backend configs, headerless text. Each form is accepted on
+its own and mixed, prints in XLA's one-line form, and parses back equal."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hloscope.cli import run
+from hloscope.hlo.attributes import parse_backend_config
+from hloscope.hlo.parser import HloParseError, parse
+from hloscope.hlo.printer import print_module
+
+CANONICAL = """HloModule m
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %n = f32[4]{0} negate(%x), metadata={op_name="neg"}
+}
+"""
+
+
+def roundtrip(text: str):
+    m = parse(text)
+    printed = print_module(m)
+    assert parse(printed) == m
+    assert "\n\n\n" not in printed
+    return m, printed
+
+
+def same_as_canonical(text: str) -> None:
+    m, _ = roundtrip(text)
+    assert m == parse(CANONICAL)
+
+
+# --- comments -------------------------------------------------------------------------------
+
+def test_line_comments_anywhere() -> None:
+    same_as_canonical("""// RUN: hlo-opt %s --passes=fusion | FileCheck %s
+// CHECK: negate
+HloModule m  // the header
+
+ENTRY %main (x: f32[4]) -> f32[4] {  // after the brace
+  // a whole-line comment
+  %x = f32[4]{0} parameter(0)  // after an instruction
+  ROOT %n = f32[4]{0} negate(%x), metadata={op_name="neg"}
+}  // after the closing brace
+""")
+
+
+def test_block_comments_over_lines() -> None:
+    same_as_canonical("""/* A module
+   written for a test. */
+HloModule m
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} /* the input */ parameter(0)
+  ROOT %n = f32[4]{0} negate(%x), /* two
+  lines */ metadata={op_name="neg"}
+}
+""")
+
+
+def test_comment_markers_inside_strings_are_text() -> None:
+    m, _ = roundtrip(CANONICAL.replace('op_name="neg"', 'op_name="a//b /* c */"'))
+    assert m.entry.root.metadata.op_name == "a//b /* c */"
+
+
+# --- line endings ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ending", ["\r\n", "\r"])
+def test_windows_and_old_mac_line_endings(ending) -> None:
+    same_as_canonical(CANONICAL.replace("\n", ending))
+
+
+def test_errors_count_lines_the_same_with_crlf() -> None:
+    with pytest.raises(HloParseError) as e:
+        parse(CANONICAL.replace("negate(%x)", "negate(%y)").replace("\n", "\r\n"))
+    assert (e.value.line, e.value.column) == (5, 30)  # the operand, as without \r
+
+
+# --- free-form layout -----------------------------------------------------------------------
+
+def test_attribute_list_continued_after_a_comma() -> None:
+    same_as_canonical(CANONICAL.replace(", metadata=", ",\n      metadata="))
+
+
+def test_attribute_list_continued_before_a_comma() -> None:
+    same_as_canonical(CANONICAL.replace(", metadata=", "\n      , metadata="))
+
+
+def test_backend_config_json_over_many_lines() -> None:
+    m, printed = roundtrip("""HloModule m
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %c = f32[4]{0} custom-call(%x), custom_call_target="foo", backend_config={
+    "operation_queue_id": "0",
+    "sizes": [1, 2]
+  }
+}
+""")
+    assert m.entry.root.backend_config == {"operation_queue_id": "0", "sizes": [1, 2]}
+    assert 'backend_config={ "operation_queue_id": "0", "sizes": [1, 2] }' in printed
+
+
+def test_entry_layout_continued_on_the_next_line() -> None:
+    m, printed = roundtrip(CANONICAL.replace(
+        "HloModule m", "HloModule m, entry_computation_layout={(f32[4]{0})->\n    f32[4]{0}}"))
+    params, result = m.entry_computation_layout
+    assert str(result) == "f32[4]{0}"
+    assert printed.startswith("HloModule m, entry_computation_layout={(f32[4]{0})-> f32[4]{0}}")
+
+
+def test_operands_one_per_line_and_a_tuple_shape_over_lines() -> None:
+    m, printed = roundtrip("""HloModule m
+ENTRY %main (x: f32[4], y: f32[4]) -> (f32[4], f32[4]) {
+  %x = f32[4]{0} parameter(0)
+  %y = f32[4]{0} parameter(1)
+  ROOT %t = (
+    f32[4]{0},
+    f32[4]{0}
+  ) tuple(
+    %x,
+    %y
+  )
+}
+""")
+    assert m.entry.root.operands == ("x", "y")
+    assert "ROOT %t = (f32[4]{0}, f32[4]{0}) tuple(%x, %y)" in printed
+
+
+def test_signature_over_lines_and_a_literal_over_lines() -> None:
+    m, printed = roundtrip("""HloModule m
+ENTRY %main (
+    x: f32[2,2]
+  ) -> f32[2,2] {
+  %x = f32[2,2]{1,0} parameter(0)
+  %c = f32[2,2]{1,0} constant({ {1, 2},
+                                {3, 4} })
+  ROOT %a = f32[2,2]{1,0} add(%x, %c)
+}
+""")
+    assert m.entry.instruction("c").literal == "{ {1, 2}, {3, 4} }"
+
+
+def test_an_unclosed_bracket_is_still_found() -> None:
+    text = CANONICAL.replace('metadata={op_name="neg"}', 'metadata={{op_name="neg"}')
+    with pytest.raises(HloParseError) as e:
+        parse(text)
+    assert e.value.line == 5 and "closing bracket" in e.value.expected
+    # ... also when the next line starts another instruction.
+    text = CANONICAL.replace("parameter(0)", "parameter(0), sharding={devices=[2]0,1")
+    with pytest.raises(HloParseError) as e:
+        parse(text)
+    assert e.value.line == 4 and e.value.found == "end of line before it"
+
+
+# --- legacy and hand-written forms ----------------------------------------------------------
+
+def test_legacy_colon_after_the_module_name() -> None:
+    same_as_canonical(CANONICAL.replace("HloModule m", "HloModule m:"))
+
+
+def test_computation_attributes_after_the_closing_brace() -> None:
+    m, printed = roundtrip("""HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}, execution_thread="main_thread"
+
+ENTRY %main (x: f32[8]) -> f32[] {
+  %x = f32[8]{0} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[] reduce(%x, %z), dimensions={0}, to_apply=%add
+}
+""")
+    assert m.computation("add").execution_thread == "main_thread"
+
+
+def test_commas_between_metadata_fields() -> None:
+    m, _ = roundtrip(CANONICAL.replace('metadata={op_name="neg"}',
+                                       'metadata={op_type="neg", op_name="neg", source_line=3}'))
+    md = m.entry.root.metadata
+    assert (md.op_type, md.op_name, md.source_line) == ("neg", "neg", 3)
+
+
+# --- backend configs that are not JSON ------------------------------------------------------
+
+@pytest.mark.parametrize("raw,decoded", [
+    ('{"a":1}', {"a": 1}),
+    ("{attn_heads = 128 : i64, scale = 1.0 : f32}", {"attn_heads": 128, "scale": 1.0}),
+    ('{name = "flash", causal = true, block = 64 : i32}',
+     {"name": "flash", "causal": True, "block": 64}),
+    ("{dims = array<i64: 1, 2>, k = 3 : i64}", {"dims": "array<i64: 1, 2>", "k": 3}),
+    ("{sizes:[32]}", {"sizes": [32]}),
+    ('{kind: "__ynn_fusion"}', {"kind": "__ynn_fusion"}),
+    ("{opaque bytes !! here}", "{opaque bytes !! here}"),
+    ('"tpu-opaque"', "tpu-opaque"),
+])
+def test_backend_config_forms(raw, decoded) -> None:
+    assert parse_backend_config(raw) == decoded
+
+
+def test_typed_ffi_custom_call_in_a_module() -> None:
+    m, printed = roundtrip("""HloModule m
+ENTRY %main (q: bf16[1,8,128]) -> bf16[1,8,128] {
+  %q = bf16[1,8,128]{2,1,0} parameter(0)
+  ROOT %o = bf16[1,8,128]{2,1,0} custom-call(%q), custom_call_target="xla.gpu.attention", api_version=API_VERSION_TYPED_FFI, backend_config={attn_heads = 128 : i64, scale = 1.0 : f32}
+}
+""")
+    assert m.entry.root.backend_config == {"attn_heads": 128, "scale": 1.0}
+    assert "backend_config={attn_heads = 128 : i64, scale = 1.0 : f32}" in printed
+
+
+# --- headerless text ------------------------------------------------------------------------
+
+def test_a_bare_computation() -> None:
+    m, printed = roundtrip(CANONICAL.replace("HloModule m\n\n", ""))
+    assert m.headerless and m.name == "module" and m.entry_name == "main"
+    assert printed.startswith("HloModule module\n")
+
+
+def test_bare_computations_without_entry_take_the_last() -> None:
+    m, _ = roundtrip("""%neg (a: f32[4]) -> f32[4] {
+  %a = f32[4]{0} parameter(0)
+  ROOT %n = f32[4]{0} negate(%a)
+}
+%main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %c = f32[4]{0} call(%x), to_apply=%neg
+}
+""")
+    assert m.entry_name == "main" and m.headerless
+
+
+def test_bare_instructions() -> None:
+    m, printed = roundtrip("x = f32[4]{0} parameter(0)\nROOT n = f32[4]{0} negate(x)\n")
+    assert m.headerless and m.entry_name == "entry"
+    assert [i.name for i in m.entry] == ["x", "n"] and m.entry.root.name == "n"
+    assert printed == ("HloModule module\n\nENTRY %entry (x: f32[4]) -> f32[4] {\n"
+                       "  %x = f32[4]{0} parameter(0)\n  ROOT %n = f32[4]{0} negate(%x)\n}\n")
+
+
+def test_bare_instructions_that_call_a_computation_say_so() -> None:
+    with pytest.raises(HloParseError) as e:
+        parse("x = f32[4]{0} parameter(0)\nROOT c = f32[4]{0} call(x), to_apply=%f\n")
+    assert "paste the computations they call too" in e.value.expected
+
+
+def test_inspect_says_it_added_a_module(tmp_path, capsys) -> None:
+    path = tmp_path / "pasted.hlo"
+    path.write_text("x = f32[4]{0} parameter(0)\nROOT n = f32[4]{0} negate(x)\n")
+    assert run(["inspect", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "has no 'HloModule' header; read it as a module named 'module'" in err
+    assert "instructions        2" in out
+
+
+def test_not_hlo_at_all_is_still_an_error() -> None:
+    with pytest.raises(HloParseError) as e:
+        parse("hello world\n")
+    assert (e.value.line, e.value.column) == (1, 1)
+    assert "'HloModule' header" in e.value.expected
+
+
+# --- everything at once, and the fuzz property ----------------------------------------------
+
+MIXED = """// RUN: hlo-opt %s\r
+HloModule m:  /* legacy colon */\r
+\r
+%add (a: f32[], b: f32[]) -> f32[] {\r
+  %a = f32[] parameter(0)\r
+  %b = f32[] parameter(1)\r
+  ROOT %s = f32[] add(%a, %b)\r
+}, execution_thread="main_thread"\r
+\r
+ENTRY %main (\r
+    x: f32[8]) -> f32[] {\r
+  %x = f32[8]{0} parameter(0)  // input\r
+  %z = f32[] constant(0)\r
+  %c = f32[8]{0} custom-call(%x), custom_call_target="f",\r
+      backend_config={attn_heads = 2 : i64}\r
+  ROOT %r = f32[] reduce(\r
+      %x,\r
+      %z), dimensions={0}\r
+      , to_apply=%add\r
+}\r
+"""
+
+
+def test_all_the_forms_mixed() -> None:
+    m, printed = roundtrip(MIXED)
+    assert m.entry.root.called_computations == ("add",)
+    assert m.entry.instruction("c").backend_config == {"attn_heads": 2}
+    assert "\r" not in printed and "//" not in printed
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_multi_line_and_commented_inputs_parse_or_fail_located(data) -> None:
+    """Break MIXED's tokens apart with line breaks and comments at random places, and damage
+    it: the result parses, or raises a located HloParseError; nothing else."""
+    text = MIXED
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=6))
+    inserts = data.draw(st.lists(st.sampled_from(["\n", " // c\n", "/* c */", "\n\n", ",",
+                                                  "{", "}", "("]), min_size=len(cuts),
+                                 max_size=len(cuts)))
+    for pos, ins in sorted(zip(cuts, inserts), reverse=True):
+        text = text[:pos] + ins + text[pos:]
+    try:
+        m = parse(text)
+    except HloParseError as e:
+        assert e.line >= 1 and e.column >= 1 and e.expected
+        return
+    assert parse(print_module(m)) == m
