@@ -11,7 +11,8 @@ computations and instructions, so it needs no JAX. It prints, measured in this o
     parser's own lexer, over the same text) — goal: at most 3x;
   - the ratio of parse time on the full text to parse time on half of it — goal: at most 2.2x;
   - peak Python memory while parsing (tracemalloc), as a multiple of the text size — goal:
-    at most 10x.
+    at most 10x;
+  - the time hloscope.hlo.verify adds to the parse (verify ÷ parse) — goal: at most 0.3x.
 
 With --real (needs JAX) it also lowers the real thing, a 24-layer BERT-Large Adam training step
 (seq 512) for the CPU, and prints its size and parse speed. With jax 0.10.2 that text is much
@@ -35,6 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from hloscope.hlo.parser import parse, tokenize  # noqa: E402
+from hloscope.hlo.verify import verify  # noqa: E402
 
 SOURCE = os.path.join(ROOT, "fixtures", "cpu", "bert_layer_train_step.post.hlo")
 _NAME_RE = re.compile(r"%([A-Za-z_][\w.\-]*)")
@@ -122,22 +124,27 @@ def main() -> int:
           f"{instructions:,} instructions, {len(tokenize(text)[0]):,} tokens")
 
     # Interleave the runs so that drift in the machine's speed affects all three alike.
-    t_tok = t_parse = t_half = float("inf")
+    t_tok = t_parse = t_half = t_verify = float("inf")
+    parsed = parse(text)
     for _ in range(a.repeat):
         t_tok = min(t_tok, best_time(tokenize, text, 1))
         t_parse = min(t_parse, best_time(parse, text, 1))
         t_half = min(t_half, best_time(parse, half, 1))
+        t_verify = min(t_verify, best_time(lambda t: verify(parsed, t), text, 1))
+    del parsed
     half_ratio = len(text) / len(half)
     print(f"tokenize only:  {t_tok:6.2f} s  ({size_mb / t_tok:5.1f} MB/s)")
     print(f"parse:          {t_parse:6.2f} s  ({size_mb / t_parse:5.1f} MB/s, "
           f"{instructions / t_parse:,.0f} instructions/s)")
     print(f"parse, half:    {t_half:6.2f} s  (text {1 / half_ratio:.2f} of the full size)")
+    print(f"verify:         {t_verify:6.2f} s")
 
     peak = peak_memory(parse, text)
     ratios = {
         "parse / tokenize": (t_parse / t_tok, 3.0),
         "time(2x text) / time(1x text)": (t_parse / t_half * 2 / half_ratio, 2.2),
         "peak memory / text size": (peak / len(text), 10.0),
+        "verify / parse": (t_verify / t_parse, 0.3),
     }
     print(f"peak memory while parsing: {peak / 1e6:,.0f} MB")
     print()

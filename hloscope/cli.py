@@ -31,8 +31,9 @@ def fail_parse(error: HloParseError) -> NoReturn:
     sys.exit(2)
 
 
-def load_module(path: str) -> Module:
-    """Read and parse HLO text from a file or '-' (stdin); exit 2 with a located error."""
+def load_module(path: str, verify: Optional[bool] = None) -> Module:
+    """Read and parse HLO text from a file or '-' (stdin), and verify it (unless
+    ``--no-verify``); exit 2 with a located error."""
     try:
         if path == "-":
             data = sys.stdin.buffer.read()
@@ -50,13 +51,45 @@ def load_module(path: str) -> Module:
     if module.headerless:
         click.echo(f"hloscope: {source} has no 'HloModule' header; read it as a module named "
                    f"'{module.name}' with entry computation '{module.entry_name}'", err=True)
+    if VERIFY if verify is None else verify:
+        from hloscope.hlo.verify import problems, verify as check
+        try:
+            check(module, data.decode("utf-8", "replace").replace("\r\n", "\n"))
+        except HloParseError as e:
+            click.echo(e.format(caret=True), err=True)
+            more = len(problems(module)) - 1
+            if more:
+                click.echo(f"hloscope: {more} more problem(s) in {source} (hloscope verify "
+                           "lists the first; --no-verify analyses it anyway)", err=True)
+            sys.exit(2)
     return module
+
+
+# Every module read is checked the way XLA's verifier would before it is analysed
+# (hloscope.hlo.verify); `hloscope --no-verify COMMAND` skips that.
+VERIFY = True
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="hloscope")
-def main() -> None:
+@click.option("--no-verify", is_flag=True,
+              help="Analyse modules without checking them as XLA's verifier would first.")
+def main(no_verify: bool) -> None:
     """hloscope: see what XLA fusion does to your model's memory."""
+    global VERIFY
+    from hloscope import pipeline
+    VERIFY = pipeline.VERIFY = not no_verify
+
+
+@main.command("verify")
+@click.argument("file", type=click.Path(allow_dash=True, dir_okay=False))
+def verify_command(file: str) -> None:
+    """Check one HLO module as XLA's verifier would: operand counts and shapes of the common
+    opcodes, called computations' signatures, literal ranges, sharding tiles, aliasing. A
+    problem is a located error naming the rule, exit 2."""
+    module = load_module(file, verify=True)
+    n = sum(len(c) for c in module.computations)
+    click.echo(f"{file}: ok ({len(module.computations)} computations, {n:,} instructions)")
 
 
 @main.command()

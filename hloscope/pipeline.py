@@ -41,9 +41,17 @@ class Program:
 Modules = dict[str, tuple[Module, Module]]  # target → (pre, post), kept for pictures
 
 
+# Check each module as XLA's verifier would before analysing it (`hloscope --no-verify`).
+VERIFY = True
+
+
 def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) -> TargetReport:
     pre = parse(program.pre, program.pre_source)
     post = parse(program.post, program.post_source)
+    if VERIFY:
+        from hloscope.hlo.verify import verify
+        verify(pre, program.pre)
+        verify(post, program.post)
     if modules is not None:
         modules[program.target] = (pre, post)
     return target_report(pre, post, program.target, program.backend, program.xla or None,

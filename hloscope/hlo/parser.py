@@ -277,7 +277,7 @@ class _Parser:
             # paste them: read it as the module XLA would wrap around it.
             if not self._looks_like_computation() and not self._starts_instruction(self.i):
                 raise self.error("'HloModule' header (or a computation, or instructions)")
-            name, header = "module", ()
+            name, header = "module", tuple[Attribute, ...]()
         else:
             self.i += 1
             name = self.expect_name("a module name")
@@ -777,24 +777,33 @@ class _Parser:
     def operands(self) -> tuple[str, ...]:
         kinds, values = self.kinds, self.values
         out: list[str] = []
-        self.skip_nl()
-        if values[self.i] == ")":
+        i = self.i
+        while kinds[i] == "NL":  # free-form: an operand list may span lines
+            i += 1
+        if values[i] == ")":
+            self.i = i
             return ()
         while True:
-            self.skip_nl()
-            kind = kinds[self.i]
-            if kind == "SHAPE" or (kind == "PUNCT" and values[self.i] == "("):
-                self.shape()  # long form repeats the operand's shape
-                kind = kinds[self.i]
+            while kinds[i] == "NL":
+                i += 1
+            kind = kinds[i]
+            if kind == "SHAPE" or (kind == "PUNCT" and values[i] == "("):
+                self.i = i
+                self.shape()  # the long form repeats the operand's shape
+                i = self.i
+                kind = kinds[i]
             if kind != "NAME":
+                self.i = i
                 raise self.error("an operand name")
-            v = values[self.i]
+            v = values[i]
             out.append(v[1:] if v[0] == "%" else v)
-            self.i += 1
-            self.skip_nl()
-            if values[self.i] != ",":
+            i += 1
+            while kinds[i] == "NL":
+                i += 1
+            if values[i] != ",":
+                self.i = i
                 return tuple(out)
-            self.i += 1
+            i += 1
 
     def literal(self) -> str:
         """Raw literal text inside ``constant(...)``, brackets balanced (over lines, as one)."""

@@ -1,0 +1,403 @@
+"""Well formed but wrong: the checks XLA's HloVerifier makes before it accepts a module, for
+the common opcodes, as located errors. A module XLA would refuse gets an error that names the
+rule, never a report.
+
+Each rule is a small function over one instruction (``_RULES``, by opcode) or over the module
+(``_MODULE_RULES``); the shape rules follow XLA's ShapeInference
+(xla/service/shape_inference.cc) for the cases they cover and say nothing about the rest.
+Errors point at the instruction's line when the text is given (``verify(module, text)``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Callable, Optional
+
+from hloscope.hlo.attributes import parse_int_list
+from hloscope.hlo.ir import Computation, Instruction, Module
+from hloscope.hlo.parser import HloParseError
+from hloscope.hlo.shape import Shape
+
+
+class HloVerifyError(HloParseError):
+    """A module that parses but that XLA's verifier would reject; ``rule`` names the check."""
+
+    def __init__(self, source: str, line: int, column: int, rule: str, message: str,
+                 line_text: str = "") -> None:
+        self.rule = rule
+        super().__init__(source, line, column, f"{message} [{rule}]", "", line_text)
+
+
+class _Problem(Exception):
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule, self.message = rule, message
+
+
+def _dims(s: Shape) -> tuple[int, ...]:
+    return s.dimensions
+
+
+def _text(s: Shape) -> str:
+    return s.format(layout=False)
+
+
+def _ints(instr: Instruction, key: str) -> Optional[tuple[int, ...]]:
+    raw = instr.attribute(key)
+    if raw is None:
+        return None
+    try:
+        return parse_int_list(raw)
+    except ValueError:
+        raise _Problem("attribute", f"{key}={raw} is not a list of integers") from None
+
+
+Rule = Callable[[Computation, Instruction, list[Shape]], None]
+
+_BINARY = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
+                     "remainder", "and", "or", "xor", "atan2", "compare", "shift-left",
+                     "shift-right-logical", "shift-right-arithmetic", "complex"})
+_UNARY = frozenset({"negate", "abs", "exponential", "exponential-minus-one", "log",
+                    "log-plus-one", "tanh", "sqrt", "rsqrt", "cbrt", "convert", "floor", "ceil",
+                    "sign", "cosine", "sine", "tan", "logistic", "not", "round-nearest-afz",
+                    "round-nearest-even", "is-finite", "copy", "real", "imag", "erf",
+                    "popcnt", "clz"})
+
+
+def _elementwise(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    want = _dims(instr.shape)
+    for k, s in enumerate(ops):
+        if s.is_array and _dims(s) != want:
+            raise _Problem("elementwise-shape",
+                           f"{instr.opcode} operand {k} has dimensions {list(_dims(s))}, the "
+                           f"result {list(want)}: elementwise operands and result have the "
+                           "same dimensions")
+
+
+def _broadcast(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    dims = _ints(instr, "dimensions") or ()
+    if not ops or not ops[0].is_array:
+        return
+    op = ops[0]
+    if len(dims) != op.rank:
+        raise _Problem("broadcast-dimensions",
+                       f"broadcast dimensions={{{','.join(map(str, dims))}}} has {len(dims)} "
+                       f"entries for an operand of rank {op.rank}")
+    out = _dims(instr.shape)
+    for i, d in enumerate(dims):
+        if not 0 <= d < len(out) or out[d] != op.dimensions[i]:
+            raise _Problem("broadcast-dimensions",
+                           f"broadcast maps operand dimension {i} (size {op.dimensions[i]}) to "
+                           f"result dimension {d}, which "
+                           + ("does not exist" if not 0 <= d < len(out) else
+                              f"has size {out[d]}"))
+
+
+def _reshape(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    if ops and ops[0].is_array and not any(ops[0].dynamic_dimensions) and \
+            ops[0].element_count != instr.shape.element_count:
+        raise _Problem("reshape-elements",
+                       f"reshape from {_text(ops[0])} ({ops[0].element_count} elements) to "
+                       f"{_text(instr.shape)} ({instr.shape.element_count} elements)")
+
+
+def _transpose(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    perm = _ints(instr, "dimensions") or ()
+    if not ops or not ops[0].is_array:
+        return
+    if sorted(perm) != list(range(ops[0].rank)):
+        raise _Problem("transpose-permutation",
+                       f"transpose dimensions={{{','.join(map(str, perm))}}} is not a "
+                       f"permutation of the operand's {ops[0].rank} dimensions")
+    want = tuple(ops[0].dimensions[p] for p in perm)
+    if want != _dims(instr.shape):
+        raise _Problem("transpose-permutation",
+                       f"transpose of {_text(ops[0])} by {list(perm)} has dimensions "
+                       f"{list(want)}, not {list(_dims(instr.shape))}")
+
+
+def _dot(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    if len(ops) < 2 or not ops[0].is_array or not ops[1].is_array:
+        return
+    lhs, rhs = ops[0], ops[1]
+    lc, rc = _ints(instr, "lhs_contracting_dims") or (), _ints(instr, "rhs_contracting_dims") or ()
+    lb, rb = _ints(instr, "lhs_batch_dims") or (), _ints(instr, "rhs_batch_dims") or ()
+    for name, dims, s in (("lhs", lc + lb, lhs), ("rhs", rc + rb, rhs)):
+        bad = [d for d in dims if not 0 <= d < s.rank]
+        if bad:
+            raise _Problem("dot-dimensions", f"dot {name} dimension {bad[0]} does not exist in "
+                                             f"{_text(s)}")
+    if len(lc) != len(rc) or any(lhs.dimensions[a] != rhs.dimensions[b] for a, b in zip(lc, rc)):
+        raise _Problem("dot-dimensions",
+                       f"dot contracts lhs dimensions {list(lc)} of {_text(lhs)} with rhs "
+                       f"dimensions {list(rc)} of {_text(rhs)}: their sizes differ")
+    if len(lb) != len(rb) or any(lhs.dimensions[a] != rhs.dimensions[b] for a, b in zip(lb, rb)):
+        raise _Problem("dot-dimensions",
+                       f"dot batch dimensions {list(lb)} of {_text(lhs)} and {list(rb)} of "
+                       f"{_text(rhs)} differ in size")
+    want = tuple(lhs.dimensions[d] for d in lb) \
+        + tuple(n for d, n in enumerate(lhs.dimensions) if d not in lc and d not in lb) \
+        + tuple(n for d, n in enumerate(rhs.dimensions) if d not in rc and d not in rb)
+    if instr.shape.is_array and want != _dims(instr.shape):
+        raise _Problem("dot-dimensions",
+                       f"dot of {_text(lhs)} and {_text(rhs)} has dimensions {list(want)} "
+                       f"(batch, lhs free, rhs free), not {list(_dims(instr.shape))}")
+
+
+def _reduce(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    if len(ops) % 2:
+        raise _Problem("reduce-operands", f"reduce takes inputs and as many init values, "
+                                          f"not {len(ops)} operands")
+    dims = _ints(instr, "dimensions") or ()
+    inputs = ops[:len(ops) // 2]
+    outs = instr.shape.tuple_shapes if instr.shape.is_tuple else (instr.shape,)
+    for s, out in zip(inputs, outs):
+        if not s.is_array:
+            continue
+        if any(not 0 <= d < s.rank for d in dims):
+            raise _Problem("reduce-dimensions", f"reduce dimensions {list(dims)} do not all "
+                                                f"exist in {_text(s)}")
+        want = tuple(n for d, n in enumerate(s.dimensions) if d not in dims)
+        if out.is_array and want != _dims(out):
+            raise _Problem("reduce-dimensions",
+                           f"reducing {_text(s)} over {list(dims)} gives dimensions "
+                           f"{list(want)}, not {list(_dims(out))}")
+
+
+_SLICE_RE = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+))?\s*\]")
+
+
+def _slice(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    raw = instr.attribute("slice")
+    if raw is None or not ops or not ops[0].is_array:
+        return
+    ranges = [(int(a), int(b), int(c or 1)) for a, b, c in _SLICE_RE.findall(raw)]
+    op = ops[0]
+    if len(ranges) != op.rank:
+        raise _Problem("slice-bounds", f"slice has {len(ranges)} ranges for an operand of rank "
+                                       f"{op.rank}")
+    want = []
+    for d, (start, limit, stride) in enumerate(ranges):
+        if not (0 <= start <= limit <= op.dimensions[d]) or stride < 1:
+            raise _Problem("slice-bounds", f"slice [{start}:{limit}:{stride}] of dimension {d} "
+                                           f"is outside 0..{op.dimensions[d]}")
+        want.append(-(-(limit - start) // stride))
+    if tuple(want) != _dims(instr.shape):
+        raise _Problem("slice-bounds", f"slice {raw} of {_text(op)} has dimensions {want}, not "
+                                       f"{list(_dims(instr.shape))}")
+
+
+def _concatenate(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    (d,) = _ints(instr, "dimensions") or (0,)
+    out = _dims(instr.shape)
+    total = 0
+    for k, s in enumerate(ops):
+        if not s.is_array:
+            return
+        if s.rank != len(out) or any(a != b for i, (a, b) in enumerate(zip(s.dimensions, out))
+                                     if i != d):
+            raise _Problem("concatenate-shape",
+                           f"concatenate operand {k} {_text(s)} does not match the result "
+                           f"{_text(instr.shape)} outside dimension {d}")
+        total += s.dimensions[d]
+    if d < len(out) and total != out[d]:
+        raise _Problem("concatenate-shape", f"concatenate sizes along dimension {d} add up to "
+                                            f"{total}, not {out[d]}")
+
+
+def _get_tuple_element(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    index = instr.tuple_index
+    if not ops or index is None:
+        return
+    t = ops[0]
+    if not t.is_tuple or not 0 <= index < len(t.tuple_shapes):
+        raise _Problem("get-tuple-element-index",
+                       f"get-tuple-element index={index} of {_text(t)}, which has "
+                       f"{len(t.tuple_shapes) if t.is_tuple else 'no'} elements")
+    if _text(t.tuple_shapes[index]) != _text(instr.shape):
+        raise _Problem("get-tuple-element-index",
+                       f"element {index} of {_text(t)} is {_text(t.tuple_shapes[index])}, not "
+                       f"{_text(instr.shape)}")
+
+
+def _RULE_TABLE() -> dict[str, Rule]:
+    table: dict[str, Rule] = {op: _elementwise for op in _BINARY | _UNARY}
+    table.update({"broadcast": _broadcast, "reshape": _reshape, "transpose": _transpose,
+                  "dot": _dot, "reduce": _reduce, "slice": _slice,
+                  "concatenate": _concatenate, "get-tuple-element": _get_tuple_element})
+    return table
+
+
+_RULES = _RULE_TABLE()
+
+
+def _called(module: Module, instr: Instruction, ops: list[Shape]) -> None:
+    """fusion and call: operands against the called computation's parameters; while: body
+    and condition signatures."""
+    if instr.opcode in ("fusion", "call") and instr.called_computations:
+        callee = module.computation(instr.called_computations[0])
+        params = callee.parameters
+        if len(params) != len(ops):
+            raise _Problem("call-parameters",
+                           f"{instr.opcode} passes {len(ops)} operands to {callee.name}, which "
+                           f"has {len(params)} parameters")
+        for k, (p, s) in enumerate(zip(params, ops)):
+            if _text(p.shape) != _text(s):
+                raise _Problem("call-parameters",
+                               f"{instr.opcode} operand {k} is {_text(s)}; parameter {k} of "
+                               f"{callee.name} is {_text(p.shape)}")
+        if _text(callee.root.shape) != _text(instr.shape):
+            raise _Problem("call-parameters",
+                           f"{callee.name} returns {_text(callee.root.shape)}, the {instr.opcode}"
+                           f" is {_text(instr.shape)}")
+    elif instr.opcode == "while":
+        names = dict(a for a in ((x.key, x.value.lstrip("%")) for x in instr.attributes)
+                     if a[0] in ("body", "condition"))
+        for role in ("body", "condition"):
+            if names.get(role) not in module:
+                continue
+            c = module.computation(names[role])
+            params = c.parameters
+            if len(params) != 1 or _text(params[0].shape) != _text(instr.shape):
+                raise _Problem("while-signature",
+                               f"while {role} {c.name} must take one parameter of the loop's "
+                               f"shape {_text(instr.shape)}")
+            if role == "body" and _text(c.root.shape) != _text(instr.shape):
+                raise _Problem("while-signature", f"while body {c.name} returns "
+                                                  f"{_text(c.root.shape)}, not the loop's "
+                                                  f"{_text(instr.shape)}")
+            if role == "condition" and _text(c.root.shape) != "pred[]":
+                raise _Problem("while-signature", f"while condition {c.name} returns "
+                                                  f"{_text(c.root.shape)}, not pred[]")
+
+
+_NUMBER_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+# Largest finite value and half the spacing just below it, per float type: a decimal literal
+# overflows when it rounds away from the largest finite value (|v| >= max + half ulp; XLA
+# prints f32's max as 3.40282347e+38, a little above the exact value, which is fine).
+_FLOAT_MAX = {"f16": (65504.0, 16.0), "bf16": (3.3895313892515355e38, 2.0 ** 119),
+              "f32": (3.4028234663852886e38, 2.0 ** 103), "f8e4m3fn": (448.0, 16.0),
+              "f8e5m2": (57344.0, 4096.0)}
+
+
+def _literal(instr: Instruction) -> None:
+    s = instr.shape
+    if instr.literal is None or not s.is_array:
+        return
+    t = s.element_type
+    m = re.fullmatch(r"([su])(\d+)", t)
+    numbers = _NUMBER_RE.findall(instr.literal)
+    if m:
+        bits = int(m.group(2))
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if m.group(1) == "s" else \
+            (0, (1 << bits) - 1)
+        for n in numbers:
+            try:
+                v = int(n)
+            except ValueError:
+                raise _Problem("literal-range", f"{n} is not an integer, in a {t} constant") \
+                    from None
+            if not lo <= v <= hi:
+                raise _Problem("literal-range", f"{v} does not fit {t} ({lo}..{hi})")
+    elif t in _FLOAT_MAX:
+        for n in numbers:
+            f = float(n)
+            largest, half_ulp = _FLOAT_MAX[t]
+            if math.isfinite(f) and abs(f) >= largest + half_ulp:
+                raise _Problem("literal-range", f"{n} is larger than the largest finite {t} "
+                                                f"({largest:g})")
+
+
+_DEVICES_RE = re.compile(r"devices=\[([\d,\s]+)\]\s*(<=\[([\d,\s]+)\](?:T\([\d,\s]+\))?|[\d,\s]+)")
+
+
+def _sharding(instr: Instruction) -> None:
+    raw = instr.attribute("sharding")
+    if raw is None:
+        return
+    for m in _DEVICES_RE.finditer(raw):
+        tiles = math.prod(int(x) for x in m.group(1).split(",") if x.strip())
+        if m.group(3) is not None:
+            devices = math.prod(int(x) for x in m.group(3).split(",") if x.strip())
+        else:
+            devices = len([x for x in m.group(2).split(",") if x.strip()])
+        if tiles != devices:
+            raise _Problem("sharding-devices",
+                           f"sharding tiles [{m.group(1)}] make {tiles} tiles for {devices} "
+                           "devices")
+
+
+def _module_rules(module: Module) -> Optional[_Problem]:
+    params = len(module.entry.parameters)
+    for a in module.input_output_alias:
+        if not 0 <= a.parameter_number < params:
+            return _Problem("alias-parameter",
+                            f"input_output_alias names parameter {a.parameter_number}; the "
+                            f"entry computation has {params}")
+    for number, _index in module.buffer_donor:
+        if not 0 <= number < params:
+            return _Problem("buffer-donor-parameter",
+                            f"buffer_donor names parameter {number}; the entry computation "
+                            f"has {params}")
+    return None
+
+
+def problems(module: Module) -> list[tuple[Optional[Computation], Optional[Instruction],
+                                           str, str]]:
+    """Every (computation, instruction, rule, message) the verifier finds, in module order."""
+    out: list[tuple[Optional[Computation], Optional[Instruction], str, str]] = []
+    p = _module_rules(module)
+    if p is not None:
+        out.append((None, None, p.rule, p.message))
+    for comp in module.computations:
+        for instr in comp.instructions:
+            try:
+                ops = [comp.instruction(o).shape for o in instr.operands]
+                rule = _RULES.get(instr.opcode)
+                if rule is not None:
+                    rule(comp, instr, ops)
+                if instr.called_computations:
+                    _called(module, instr, ops)
+                if instr.opcode == "constant":
+                    _literal(instr)
+                _sharding(instr)
+            except _Problem as e:
+                out.append((comp, instr, e.rule, e.message))
+    return out
+
+
+def verify(module: Module, text: Optional[str] = None) -> None:
+    """Raise HloVerifyError for the first problem, located in ``text`` when given."""
+    found = problems(module)
+    if not found:
+        return
+    comp, instr, rule, message = found[0]
+    line, column, line_text = _locate(text, comp, instr)
+    where = f"in {comp.name}: {instr.name}: " if comp is not None and instr is not None \
+        and not line else ""
+    raise HloVerifyError(module.source, line, column, rule, where + message, line_text)
+
+
+def _locate(text: Optional[str], comp: Optional[Computation],
+            instr: Optional[Instruction]) -> tuple[int, int, str]:
+    """Line, column and text of the instruction's definition (its computation's header first,
+    for names used in several computations); the header's line for module rules."""
+    if not text:
+        return 0, 0, ""
+    start = 0
+    pos: Optional[int] = None
+    if comp is not None:
+        m = re.search(rf"(?m)^\s*(?:ENTRY\s+)?%?{re.escape(comp.name)}\b", text)
+        start = m.start() if m else 0
+    if instr is not None:
+        m = re.compile(rf"(?m)^[ \t]*(?:ROOT[ \t]+)?(%?{re.escape(instr.name)})[ \t]*=").search(
+            text, start)
+        if m:
+            pos = m.start(1)
+    if pos is None:
+        pos = 0
+    line = text.count("\n", 0, pos) + 1
+    line_start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return line, pos - line_start + 1, text[line_start:end if end >= 0 else len(text)]

@@ -1,0 +1,185 @@
+"""The verifier: for each rule a valid module and a broken twin. The twin gets a located error
+that names the rule and exit 2 with nothing on stdout; every captured fixture verifies clean."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import HLO_FIXTURES, fixture_id
+from hloscope.cli import run
+from hloscope.hlo.parser import parse, parse_file
+from hloscope.hlo.verify import HloVerifyError, problems, verify
+
+
+def module(body: str, params: str = "x: f32[8,4]", header: str = "",
+           extra: str = "") -> str:
+    return f"""HloModule m{header}
+{extra}
+ENTRY %main ({params}) -> f32[] {{
+  %x = f32[8,4]{{1,0}} parameter(0)
+{body}
+}}
+"""
+
+
+ADD = """
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+"""
+
+# rule → (valid body, the broken twin's body, the line of the error (the broken instruction))
+CASES = {
+    "elementwise-shape": (
+        "  ROOT %n = f32[8,4]{1,0} add(%x, %x)",
+        "  %y = f32[4,8]{1,0} transpose(%x), dimensions={1,0}\n"
+        "  ROOT %n = f32[8,4]{1,0} add(%x, %y)"),
+    "broadcast-dimensions": (
+        "  ROOT %b = f32[2,8,4]{2,1,0} broadcast(%x), dimensions={1,2}",
+        "  ROOT %b = f32[2,8,4]{2,1,0} broadcast(%x), dimensions={0,2}"),
+    "reshape-elements": (
+        "  ROOT %r = f32[32]{0} reshape(%x)",
+        "  ROOT %r = f32[30]{0} reshape(%x)"),
+    "transpose-permutation": (
+        "  ROOT %t = f32[4,8]{1,0} transpose(%x), dimensions={1,0}",
+        "  ROOT %t = f32[4,8]{1,0} transpose(%x), dimensions={1,1}"),
+    "dot-dimensions": (
+        "  %w = f32[4,3]{1,0} constant({...})\n"
+        "  ROOT %d = f32[8,3]{1,0} dot(%x, %w), lhs_contracting_dims={1}, "
+        "rhs_contracting_dims={0}",
+        "  %w = f32[5,3]{1,0} constant({...})\n"
+        "  ROOT %d = f32[8,3]{1,0} dot(%x, %w), lhs_contracting_dims={1}, "
+        "rhs_contracting_dims={0}"),
+    "reduce-dimensions": (
+        "  %z = f32[] constant(0)\n"
+        "  ROOT %r = f32[8]{0} reduce(%x, %z), dimensions={1}, to_apply=%add",
+        "  %z = f32[] constant(0)\n"
+        "  ROOT %r = f32[4]{0} reduce(%x, %z), dimensions={1}, to_apply=%add"),
+    "slice-bounds": (
+        "  ROOT %s = f32[4,2]{1,0} slice(%x), slice={[0:8:2], [1:3]}",
+        "  ROOT %s = f32[4,2]{1,0} slice(%x), slice={[0:9:2], [1:3]}"),
+    "concatenate-shape": (
+        "  ROOT %c = f32[16,4]{1,0} concatenate(%x, %x), dimensions={0}",
+        "  ROOT %c = f32[16,4]{1,0} concatenate(%x, %x), dimensions={1}"),
+    "get-tuple-element-index": (
+        "  %t = (f32[8,4]{1,0}, f32[8,4]{1,0}) tuple(%x, %x)\n"
+        "  ROOT %g = f32[8,4]{1,0} get-tuple-element(%t), index=1",
+        "  %t = (f32[8,4]{1,0}, f32[8,4]{1,0}) tuple(%x, %x)\n"
+        "  ROOT %g = f32[8,4]{1,0} get-tuple-element(%t), index=2"),
+    "call-parameters": (
+        "  %z = f32[] constant(0)\n  ROOT %c = f32[] call(%z, %z), to_apply=%add",
+        "  %z = f32[] constant(0)\n  ROOT %c = f32[] call(%z), to_apply=%add"),
+    "literal-range": (
+        "  ROOT %c = u4[2]{0} constant({15, 0})",
+        "  ROOT %c = u4[2]{0} constant({16, 0})"),
+    "sharding-devices": (
+        "  ROOT %n = f32[8,4]{1,0} negate(%x), sharding={devices=[2,1]0,1}",
+        "  ROOT %n = f32[8,4]{1,0} negate(%x), sharding={devices=[2,2]0,1}"),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_valid_module_verifies(rule) -> None:
+    text = module(CASES[rule][0], extra=ADD)
+    verify(parse(text), text)
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_broken_twin_gets_a_located_error_naming_the_rule(rule) -> None:
+    text = module(CASES[rule][1], extra=ADD)
+    with pytest.raises(HloVerifyError) as e:
+        verify(parse(text, "twin.hlo"), text)
+    err = e.value
+    assert err.rule == rule and f"[{rule}]" in str(err)
+    broken = CASES[rule][1].splitlines()[-1]
+    assert err.line_text == broken and err.line == text.splitlines().index(broken) + 1
+    assert err.column == broken.index("%") + 1
+    assert str(err).startswith(f"twin.hlo:{err.line}:{err.column}: error: ")
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_broken_twin_on_the_command_line(rule, tmp_path, capsys) -> None:
+    path = tmp_path / "twin.hlo"
+    path.write_text(module(CASES[rule][1], extra=ADD))
+    for args in (["verify", str(path)], ["inspect", str(path)], ["fusions", str(path)]):
+        assert run(args) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and f"[{rule}]" in err and "Traceback" not in err
+    # --no-verify reads it anyway.
+    assert run(["--no-verify", "inspect", str(path)]) == 0
+
+
+def test_f16_literal_out_of_range() -> None:
+    text = module("  ROOT %c = f16[] constant(1e10)")
+    with pytest.raises(HloVerifyError, match=r"largest finite f16.*\[literal-range\]"):
+        verify(parse(text), text)
+    for fine in ("f16[] constant(inf)", "f16[] constant(65519)",
+                 "f32[] constant(-3.40282347e+38)"):  # how XLA prints f32's lowest
+        ok = module(f"  ROOT %c = {fine}")
+        verify(parse(ok), ok)
+    bad = module("  ROOT %c = f16[] constant(65520)")  # rounds to inf
+    with pytest.raises(HloVerifyError):
+        verify(parse(bad), bad)
+
+
+def test_while_signatures() -> None:
+    body = """
+%body (s: (s32[], f32[8,4])) -> (s32[], f32[8,4]) {
+  ROOT %s = (s32[], f32[8,4]{1,0}) parameter(0)
+}
+%cond (s: (s32[], f32[8,4])) -> pred[] {
+  %s = (s32[], f32[8,4]{1,0}) parameter(0)
+  ROOT %p = pred[] constant(false)
+}
+"""
+    loop = ("  %i = s32[] constant(0)\n  %t = (s32[], f32[8,4]{1,0}) tuple(%i, %x)\n"
+            "  ROOT %w = (s32[], f32[8,4]{1,0}) while(%t), condition=%cond, body=%body")
+    good = module(loop, extra=body)
+    verify(parse(good), good)
+    bad = module(loop, extra=body.replace("ROOT %p = pred[] constant(false)",
+                                          "ROOT %p = s32[] constant(0)"))
+    with pytest.raises(HloVerifyError, match=r"returns s32\[\], not pred\[\].*while-signature"):
+        verify(parse(bad), bad)
+
+
+def test_alias_and_donor_must_name_entry_parameters() -> None:
+    good = module("  ROOT %n = f32[8,4]{1,0} negate(%x)",
+                  header=", input_output_alias={ {}: (0, {}, may-alias) }")
+    verify(parse(good), good)
+    for header, rule in ((", input_output_alias={ {}: (3, {}, may-alias) }", "alias-parameter"),
+                         (", buffer_donor={ (1, {}) }", "buffer-donor-parameter")):
+        bad = module("  ROOT %n = f32[8,4]{1,0} negate(%x)", header=header)
+        with pytest.raises(HloVerifyError) as e:
+            verify(parse(bad), bad)
+        assert e.value.rule == rule and e.value.line == 1
+
+
+def test_problems_lists_all_and_the_cli_counts_them(tmp_path, capsys) -> None:
+    text = module("  %a = f32[30]{0} reshape(%x)\n  ROOT %b = f32[4,8]{1,0} transpose(%x), "
+                  "dimensions={0,0}")
+    assert [r for _, _, r, _ in problems(parse(text))] == ["reshape-elements",
+                                                         "transpose-permutation"]
+    path = tmp_path / "two.hlo"
+    path.write_text(text)
+    assert run(["verify", str(path)]) == 2
+    assert "1 more problem(s)" in capsys.readouterr().err
+
+
+def test_without_text_the_error_names_the_instruction() -> None:
+    text = module("  ROOT %r = f32[30]{0} reshape(%x)")
+    with pytest.raises(HloVerifyError) as e:
+        verify(parse(text))
+    assert "in main: r: reshape from f32[8,4]" in str(e.value)
+
+
+def test_verify_command_ok(capsys) -> None:
+    assert run(["verify", HLO_FIXTURES[0]]) == 0
+    assert ": ok (" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_every_fixture_verifies_clean(path) -> None:
+    """Modules XLA produced and accepted: the verifier must not reject any of them."""
+    assert problems(parse_file(path)) == []
