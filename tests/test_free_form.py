@@ -315,3 +315,36 @@ def test_multi_line_and_commented_inputs_parse_or_fail_located(data) -> None:
         assert e.line >= 1 and e.column >= 1 and e.expected
         return
     assert parse(print_module(m)) == m
+
+
+# --- shapes left out ------------------------------------------------------------------------
+
+def test_omitted_shapes_are_inferred_from_the_operands() -> None:
+    m, printed = roundtrip("""x = f32[4]{0} parameter(0)
+y = f32[4]{0} parameter(1)
+a = abs(x)
+s = add(a, y)
+c = compare(s, x), direction=GT
+p = select(c, s, x)
+ROOT t = tuple(p, c)
+""")
+    shapes = {i.name: str(i.shape) for i in m.entry}
+    assert shapes["a"] == shapes["s"] == shapes["p"] == "f32[4]{0}"
+    assert shapes["c"] == "pred[4]{0}"
+    assert shapes["t"] == "(f32[4]{0}, pred[4]{0})"
+    assert "%c = pred[4]{0} compare(%s, %x), direction=GT" in printed
+
+
+def test_an_omitted_shape_that_cannot_be_inferred_is_located() -> None:
+    with pytest.raises(HloParseError) as e:
+        parse("x = f32[4]{0} parameter(0)\nROOT b = broadcast(x), dimensions={0}\n")
+    assert (e.value.line, e.value.column) == (2, 10)
+    assert "a shape before opcode 'broadcast'" in e.value.expected
+    with pytest.raises(HloParseError) as e:
+        parse("ROOT p = parameter(0)\n")
+    assert "a shape before opcode 'parameter'" in e.value.expected
+
+
+def test_an_empty_tuple_shape_is_not_an_omitted_one() -> None:
+    m, _ = roundtrip("HloModule m\nENTRY %e () -> () {\n  ROOT %t = () tuple()\n}\n")
+    assert m.entry.root.shape.is_tuple and m.entry.root.shape.tuple_shapes == ()

@@ -7,6 +7,7 @@ column, what was expected and what was found. A module is returned whole or not 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from typing import Optional, Union
@@ -24,7 +25,11 @@ from hloscope.hlo.ir import (
     StackFrame,
     StackFrameIndex,
 )
+from hloscope.hlo.infer import infer_shape
 from hloscope.hlo.shape import Shape, ShapeError, parse_array_shape, tuple_shape
+
+# The shape of an instruction written without one, until it is inferred.
+_OMITTED = Shape("token")  # a fresh object: compared by identity
 
 
 class HloParseError(Exception):
@@ -183,6 +188,8 @@ class _Parser:
         self.i = 0
         # Checked once the whole module is read (callees may be printed after their callers).
         self.calls: list[tuple[tuple[str, ...], Attribute, int]] = []
+        # Instructions written without a shape → the token of their opcode.
+        self.omitted: dict[str, int] = {}
 
     def _chunk_end(self, pos: int) -> int:
         """The end of the line that holds ``pos + window`` (or the end of the text)."""
@@ -577,6 +584,7 @@ class _Parser:
         kinds, values = self.kinds, self.values
         instructions: list[Instruction] = []
         defined: dict[str, int] = {}
+        by_name: dict[str, Instruction] = {}
         uses: list[tuple[Instruction, int]] = []
         roots = 0
         while True:
@@ -593,6 +601,9 @@ class _Parser:
                                     "end of file before it")
             start = self.i
             instr, operand_at = self.instruction()
+            if instr.shape is _OMITTED:
+                instr = self._infer(instr, by_name)
+            by_name[instr.name] = instr
             if instr.name in defined:
                 raise self.error_at(self.starts[start + (1 if instr.is_root else 0)],
                                     f"a name not used before in computation '{name}'",
@@ -621,6 +632,20 @@ class _Parser:
                                         f"an instruction defined in computation '{name}'",
                                         f"control predecessor '{operand}', which is not defined")
         return tuple(instructions)
+
+    def _infer(self, instr: Instruction, by_name: dict[str, Instruction]) -> Instruction:
+        at = self.omitted.pop(instr.name)
+        missing = [o for o in instr.operands if o not in by_name]
+        shape = None
+        if not missing:
+            shape = infer_shape(instr, [by_name[o].shape for o in instr.operands])
+        if shape is None:
+            why = (f"operand '{missing[0]}' is defined after it" if missing else
+                   "hloscope infers it only for elementwise ops, select, clamp, tuple and "
+                   "get-tuple-element")
+            raise self.error_at(self.starts[at], f"a shape before opcode '{instr.opcode}'",
+                                f"none ({why})")
+        return dataclasses.replace(instr, shape=shape)
 
     def _operand_token(self, at: int, k: int) -> int:
         """Index of the k-th operand's NAME token in an operand list starting at token ``at``
@@ -708,7 +733,14 @@ class _Parser:
         if values[self.i] != "=":
             raise self.error("'=' after the instruction name")
         self.i += 1
-        shape = self.shape()
+        if kinds[self.i] == "NAME" and values[self.i + 1] == "(" and \
+                values[self.i] not in ("token", "opaque"):
+            # `v = abs(a)`: the shape is left out, as XLA's parser allows; inferred from the
+            # operands once they are known (body).
+            self.omitted[name] = self.i
+            shape = _OMITTED
+        else:
+            shape = self.shape()
         if kinds[self.i] != "NAME":
             raise self.error("an opcode")
         opcode = values[self.i]

@@ -15,6 +15,7 @@ import re
 from typing import Callable, Optional
 
 from hloscope.hlo.attributes import parse_int_list
+from hloscope.hlo.infer import BINARY, UNARY
 from hloscope.hlo.ir import Computation, Instruction, Module
 from hloscope.hlo.parser import HloParseError
 from hloscope.hlo.shape import Shape
@@ -55,14 +56,7 @@ def _ints(instr: Instruction, key: str) -> Optional[tuple[int, ...]]:
 
 Rule = Callable[[Computation, Instruction, list[Shape]], None]
 
-_BINARY = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
-                     "remainder", "and", "or", "xor", "atan2", "compare", "shift-left",
-                     "shift-right-logical", "shift-right-arithmetic", "complex"})
-_UNARY = frozenset({"negate", "abs", "exponential", "exponential-minus-one", "log",
-                    "log-plus-one", "tanh", "sqrt", "rsqrt", "cbrt", "convert", "floor", "ceil",
-                    "sign", "cosine", "sine", "tan", "logistic", "not", "round-nearest-afz",
-                    "round-nearest-even", "is-finite", "copy", "real", "imag", "erf",
-                    "popcnt", "clz"})
+_BINARY, _UNARY = BINARY, UNARY
 
 
 def _elementwise(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
