@@ -348,3 +348,51 @@ def test_an_omitted_shape_that_cannot_be_inferred_is_located() -> None:
 def test_an_empty_tuple_shape_is_not_an_omitted_one() -> None:
     m, _ = roundtrip("HloModule m\nENTRY %e () -> () {\n  ROOT %t = () tuple()\n}\n")
     assert m.entry.root.shape.is_tuple and m.entry.root.shape.tuple_shapes == ()
+
+
+# --- nested anonymous operands and computations written in place ----------------------------
+
+def test_nested_anonymous_operands_become_instructions() -> None:
+    m, printed = roundtrip("""HloModule m
+ENTRY %e () -> f32[2] {
+  ROOT %r = f32[2]{0} add(f32[2]{0} parameter(0), f32[2]{0} negate(f32[2]{0} parameter(1)))
+}
+""")
+    assert [(i.name, i.opcode) for i in m.entry] == [
+        ("parameter.nested.1", "parameter"), ("parameter.nested.2", "parameter"),
+        ("negate.nested.3", "negate"), ("r", "add")]
+    assert m.entry.root.operands == ("parameter.nested.1", "negate.nested.3")
+    assert "(parameter.nested.1: f32[2], parameter.nested.2: f32[2])" in printed
+
+
+INLINE = """HloModule m
+ENTRY %e (x: f32[8]) -> f32[] {
+  %x = f32[8]{0} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[] reduce(%x, %z), dimensions={0}, to_apply={
+    a = f32[] parameter(0)
+    b = f32[] parameter(1)
+    ROOT s = f32[] add(a, b)
+  }
+}
+"""
+
+
+def test_a_computation_written_in_place() -> None:
+    m, printed = roundtrip(INLINE)
+    assert m.entry.root.called_computations == ("r.to_apply",)
+    assert [i.opcode for i in m.computation("r.to_apply")] == ["parameter", "parameter", "add"]
+    assert "to_apply=%r.to_apply" in printed
+    one_line = INLINE.replace(
+        "to_apply={\n    a = f32[] parameter(0)\n    b = f32[] parameter(1)\n"
+        "    ROOT s = f32[] add(a, b)\n  }",
+        "to_apply={a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b)}")
+    assert one_line != INLINE
+    assert roundtrip(one_line)[0] == m
+
+
+def test_errors_inside_a_computation_written_in_place_point_into_the_file() -> None:
+    with pytest.raises(HloParseError) as e:
+        parse(INLINE.replace("add(a, b)", "add(a, c)"))
+    assert (e.value.line, e.value.column) == (8, 27)
+    assert e.value.found == "operand 'c', which is not defined"

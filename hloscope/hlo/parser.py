@@ -190,6 +190,12 @@ class _Parser:
         self.calls: list[tuple[tuple[str, ...], Attribute, int]] = []
         # Instructions written without a shape → the token of their opcode.
         self.omitted: dict[str, int] = {}
+        # Nested anonymous operands read so far, for the instruction being read.
+        self.nested: list[Instruction] = []
+        # Computations written in place as attribute values, for the computation being read.
+        self.inline: list[Computation] = []
+        self.spans: dict[tuple[str, str], tuple[int, int]] = {}
+        self.anonymous_count = 0
 
     def _chunk_end(self, pos: int) -> int:
         """The end of the line that holds ``pos + window`` (or the end of the text)."""
@@ -300,7 +306,7 @@ class _Parser:
                     decoded["entry_computation_layout"] = attrs.parse_program_shape(a.value)
                 except ValueError as e:
                     short = a.value if len(a.value) <= 40 else a.value[:37] + "..."
-                    raise self.error_at(self.text.find(a.value, self.starts[0]),
+                    raise self.error_at(self._value_pos(a, 0),
                                         "an entry computation layout like {(f32[2])->f32[2]}",
                                         f"'{short}' ({e})") from None
             elif a.key == "input_output_alias":
@@ -332,6 +338,13 @@ class _Parser:
                     raise self.error_at(self.starts[start], "one ENTRY computation",
                                         f"a second ENTRY '{comp.name}'")
                 entry_name = comp.name
+            for inline in self.inline:
+                if inline.name in names:
+                    raise self.error_at(self.starts[start], "a computation name not used "
+                                        "before", f"a second computation named '{inline.name}'")
+                names[inline.name] = start
+            computations.extend(self.inline)
+            self.inline.clear()
             computations.append(comp)
         if not computations:
             raise self.error_at(len(self.text), "a computation", "end of file")
@@ -455,8 +468,11 @@ class _Parser:
                     j = i
                     while kinds[j] == "NL":
                         j += 1
-                    if kinds[j] != "EOF" and not self._starts_instruction(j) and not (
-                            values[j] == "ENTRY" and kinds[j] == "NAME"):
+                    # (A computation written in place, `to_apply={ ... }`, holds
+                    # instructions.)
+                    if kinds[j] != "EOF" and not (values[j] == "ENTRY" and kinds[j] == "NAME") \
+                            and (key in COMPUTATION_ATTRIBUTES or
+                                 not self._starts_instruction(j)):
                         if not multiline:
                             first_open = opened[-1]
                         multiline = True
@@ -496,8 +512,13 @@ class _Parser:
             raise self.error(f"a value for attribute '{key}'", i)
         self.i = i
         raw = self.text[self.starts[first]:self.token_end(i - 1)]
-        # Kept in XLA's one-line form, so that printing and parsing again gives it back.
-        return _one_line(raw) if multiline else raw
+        if not multiline:
+            return raw
+        # Kept in XLA's one-line form, so that printing and parsing again gives it back; where
+        # it was written is remembered for a computation written in place.
+        value = _one_line(raw)
+        self.spans[(key, value)] = (self.starts[first], self.token_end(i - 1))
+        return value
 
     # ---------------------------------------------------------------- stack frame tables
     def stack_frame_tables(self) -> StackFrameIndex:
@@ -578,7 +599,8 @@ class _Parser:
                     execution_thread = attrs.unquote(a.value)
         return Computation(name, instructions, is_entry, execution_thread)
 
-    def body(self, name: str, open_i: int, closed: bool) -> tuple[Instruction, ...]:
+    def body(self, name: str, open_i: int, closed: bool,
+             inline: bool = False) -> tuple[Instruction, ...]:
         """Instructions up to the computation's '}' (or, for bare instructions, the end of
         the text), each name defined once, one ROOT, every operand defined."""
         kinds, values = self.kinds, self.values
@@ -601,6 +623,12 @@ class _Parser:
                                     "end of file before it")
             start = self.i
             instr, operand_at = self.instruction()
+            for inner in self.nested:
+                instructions.append(inner)
+                defined[inner.name] = start
+                by_name[inner.name] = inner
+                uses.append((inner, start))
+            self.nested.clear()
             if instr.shape is _OMITTED:
                 instr = self._infer(instr, by_name)
             by_name[instr.name] = instr
@@ -615,7 +643,8 @@ class _Parser:
                     raise self.error("one ROOT per computation", start)
             instructions.append(instr)
             uses.append((instr, operand_at))
-            if values[self.i] != "}" or not closed:
+            if (values[self.i] != "}" or not closed) and not (
+                    inline and self._starts_instruction(self.i)):
                 self.end_of_line("',' before another attribute, or end of line")
         if not instructions:
             raise self.error_at(self.starts[open_i], f"instructions in computation '{name}'",
@@ -771,6 +800,9 @@ class _Parser:
         metadata = None
         backend_config = None
         control_predecessors: tuple[str, ...] = ()
+        if any(_is_inline(a) for a in attributes):
+            attributes = tuple(self._inline_computation(name, a, line_pos) if _is_inline(a)
+                               else a for a in attributes)
         for a in attributes:
             key = a.key
             try:
@@ -797,8 +829,16 @@ class _Parser:
 
     def _attribute_pos_in_line(self, a: Attribute, line_pos: int) -> int:
         """Offset of an attribute's value, searched from the start of its instruction."""
-        pos = self.text.find(f"{a.key}={a.value}", line_pos)
-        return pos + len(a.key) + 1 if pos >= 0 else line_pos
+        return self._value_pos(a, line_pos)
+
+    def _value_pos(self, a: Attribute, from_pos: int) -> int:
+        """Where an attribute's value starts: remembered for a value written over lines
+        (whose text was put on one), else searched from ``from_pos``."""
+        span = self.spans.get((a.key, a.value))
+        if span is not None:
+            return span[0]
+        pos = self.text.find(f"{a.key}={a.value}", from_pos)
+        return pos + len(a.key) + 1 if pos >= 0 else from_pos
 
     def _attribute_pos(self, instr: Instruction, key: str, at: int) -> int:
         for a in instr.attributes:
@@ -821,9 +861,22 @@ class _Parser:
             kind = kinds[i]
             if kind == "SHAPE" or (kind == "PUNCT" and values[i] == "("):
                 self.i = i
-                self.shape()  # the long form repeats the operand's shape
+                shape = self.shape()  # the long form repeats the operand's shape
                 i = self.i
                 kind = kinds[i]
+                if kind == "NAME" and values[i + 1] == "(" and kinds[i + 1] == "PUNCT":
+                    # A nested anonymous operand, `reshape(f32[1,8] parameter(0))`: an
+                    # instruction of its own, placed before the one that reads it.
+                    self.i = i
+                    out.append(self._anonymous(shape))
+                    i = self.i
+                    while kinds[i] == "NL":
+                        i += 1
+                    if values[i] != ",":
+                        self.i = i
+                        return tuple(out)
+                    i += 1
+                    continue
             if kind != "NAME":
                 self.i = i
                 raise self.error("an operand name")
@@ -836,6 +889,53 @@ class _Parser:
                 self.i = i
                 return tuple(out)
             i += 1
+
+    def _inline_computation(self, instr: str, a: Attribute, line_pos: int) -> Attribute:
+        """``to_apply={ a = f32[] parameter(0) ... }``: a computation written in place. It
+        becomes a computation of the module named ``<instruction>.<attribute>``, and the
+        attribute names it."""
+        span = self.spans.get((a.key, a.value))
+        if span is None:
+            at = self.text.find(f"{a.key}={a.value}", line_pos) + len(a.key) + 1
+            span = (at, at + len(a.value))
+        pos, end = span[0] + 1, span[1] - 1
+        # The inner text at its own offsets (the rest blanked, lines kept), so that errors in
+        # it point into the file.
+        masked = "".join("\n" if c == "\n" else " " for c in self.text[:pos]) \
+            + self.text[pos:end]
+        sub = _Parser(masked, self.source)
+        sub.i = 0
+        name = f"{instr}.{a.key}"
+        instructions = sub.body(name, 0, closed=False, inline=True)
+        self.calls.extend(sub.calls)
+        self.inline.extend(sub.inline)
+        self.inline.append(Computation(name, instructions))
+        return Attribute(a.key, f"%{name}")
+
+    def _anonymous(self, shape: Shape) -> str:
+        """``opcode(operands)`` after a shape inside an operand list; returns its new name."""
+        kinds, values = self.kinds, self.values
+        opcode = values[self.i]
+        self.i += 2
+        operands: tuple[str, ...] = ()
+        parameter_number = literal = None
+        if opcode == "parameter":
+            if kinds[self.i] != "NUMBER" or not values[self.i].isdigit():
+                raise self.error("a parameter number")
+            parameter_number = int(values[self.i])
+            self.i += 1
+        elif opcode == "constant":
+            literal = self.literal()
+        else:
+            operands = self.operands()
+        if values[self.i] != ")" or kinds[self.i] != "PUNCT":
+            raise self.error("',' or ')' in the operand list")
+        self.i += 1
+        self.anonymous_count += 1
+        name = f"{opcode}.nested.{self.anonymous_count}"
+        self.nested.append(Instruction(name, opcode, shape, operands,
+                                       parameter_number=parameter_number, literal=literal))
+        return name
 
     def literal(self) -> str:
         """Raw literal text inside ``constant(...)``, brackets balanced (over lines, as one)."""
@@ -867,6 +967,12 @@ class _Parser:
         self.i = i
         raw = self.text[self.starts[first]:self.token_end(i - 1)]
         return _one_line(raw) if multiline else raw
+
+
+def _is_inline(a: Attribute) -> bool:
+    """A computation written in place (``to_apply={ a = f32[] parameter(0) ... }``), not a
+    list of names (``branch_computations={%a, %b}``)."""
+    return a.key in COMPUTATION_ATTRIBUTES and a.value.startswith("{") and "=" in a.value
 
 
 _LINE_BREAK_RE = re.compile(r"[ \t]*(?://[^\n]*)?\n\s*")
