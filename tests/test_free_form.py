@@ -396,3 +396,19 @@ def test_errors_inside_a_computation_written_in_place_point_into_the_file() -> N
         parse(INLINE.replace("add(a, b)", "add(a, c)"))
     assert (e.value.line, e.value.column) == (8, 27)
     assert e.value.found == "operand 'c', which is not defined"
+
+
+def test_compact_tuple_element_operands() -> None:
+    """`%p0#0` is element 0 of the tuple %p0 (the compact form XLA's HTML dumper reads): a
+    get-tuple-element made once per element and computation."""
+    m, printed = roundtrip("""ENTRY %test {
+  %p0 = (f32[10], f16[10]) parameter(0)
+  %h = f16[10] negate(f16[10] %p0#1)
+  ROOT %root = f32[10] add(f32[10] %p0#0, f32[10] %p0#0)
+}
+""")
+    gtes = [i for i in m.entry if i.opcode == "get-tuple-element"]
+    assert [(g.name, g.tuple_index, str(g.shape)) for g in gtes] == [
+        ("p0.element.1", 1, "f16[10]"), ("p0.element.0", 0, "f32[10]")]
+    assert m.entry.root.operands == ("p0.element.0", "p0.element.0")
+    assert "%p0.element.0 = f32[10] get-tuple-element(%p0), index=0" in printed

@@ -607,6 +607,7 @@ class _Parser:
         instructions: list[Instruction] = []
         defined: dict[str, int] = {}
         by_name: dict[str, Instruction] = {}
+        self.compact = set()
         uses: list[tuple[Instruction, int]] = []
         roots = 0
         while True:
@@ -624,6 +625,8 @@ class _Parser:
             start = self.i
             instr, operand_at = self.instruction()
             for inner in self.nested:
+                if inner.shape is _OMITTED:
+                    inner = self._infer(inner, by_name)
                 instructions.append(inner)
                 defined[inner.name] = start
                 by_name[inner.name] = inner
@@ -881,8 +884,13 @@ class _Parser:
                 self.i = i
                 raise self.error("an operand name")
             v = values[i]
-            out.append(v[1:] if v[0] == "%" else v)
+            operand = v[1:] if v[0] == "%" else v
             i += 1
+            if values[i] == "#" and kinds[i + 1] == "NUMBER" and values[i + 1].isdigit():
+                # `%p0#0`: element 0 of the tuple %p0, a get-tuple-element of its own.
+                operand = self._compact_gte(operand, int(values[i + 1]), i)
+                i += 2
+            out.append(operand)
             while kinds[i] == "NL":
                 i += 1
             if values[i] != ",":
@@ -911,6 +919,15 @@ class _Parser:
         self.inline.extend(sub.inline)
         self.inline.append(Computation(name, instructions))
         return Attribute(a.key, f"%{name}")
+
+    def _compact_gte(self, tuple_name: str, index: int, at: int) -> str:
+        name = f"{tuple_name}.element.{index}"
+        if name not in self.compact:
+            self.compact.add(name)
+            self.omitted[name] = at
+            self.nested.append(Instruction(name, "get-tuple-element", _OMITTED, (tuple_name,),
+                                           (Attribute("index", str(index)),)))
+        return name
 
     def _anonymous(self, shape: Shape) -> str:
         """``opcode(operands)`` after a shape inside an operand list; returns its new name."""
