@@ -607,7 +607,7 @@ class _Parser:
         instructions: list[Instruction] = []
         defined: dict[str, int] = {}
         by_name: dict[str, Instruction] = {}
-        self.compact = set()
+        self.compact = set[str]()
         uses: list[tuple[Instruction, int]] = []
         roots = 0
         while True:
