@@ -19,26 +19,16 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from analysis_speed import best  # noqa: E402
 from bert_large import bert_large_text  # noqa: E402
 
 from hloscope.analysis.fusion_graph import fusion_graph  # noqa: E402
 from hloscope.hlo.parser import parse  # noqa: E402
 from hloscope.present.dot import dot_source  # noqa: E402
-
-
-def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
 
 
 def main() -> int:

@@ -131,7 +131,6 @@ def main() -> int:
         t_parse = min(t_parse, best_time(parse, text, 1))
         t_half = min(t_half, best_time(parse, half, 1))
         t_verify = min(t_verify, best_time(lambda t: verify(parsed, t), text, 1))
-    del parsed
     half_ratio = len(text) / len(half)
     print(f"tokenize only:  {t_tok:6.2f} s  ({size_mb / t_tok:5.1f} MB/s)")
     print(f"parse:          {t_parse:6.2f} s  ({size_mb / t_parse:5.1f} MB/s, "

@@ -98,12 +98,12 @@ def _source(module: Module, instr: Instruction,
     if frames is not None and md is not None and md.stack_frame_id:
         hit = frames.get(md.stack_frame_id)
         if hit is None:
-            hit = frames[md.stack_frame_id] = _location_text(module, instr)
+            hit = frames[md.stack_frame_id] = location_text(module, instr)
         return hit
-    return _location_text(module, instr)
+    return location_text(module, instr)
 
 
-def _location_text(module: Module, instr: Instruction) -> str:
+def location_text(module: Module, instr: Instruction) -> str:
     loc = module.source_location(instr)
     if loc is None or not loc.file:
         return ""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from hloscope.analysis.fusion import (FUSED, MATERIALIZED, FusionCluster, PrePostMap,
-                                      cluster_info, trim_scope)
+                                      location_text, cluster_info, trim_scope)
 from hloscope.analysis.graph import computation_graph
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Computation, Instruction, Module
@@ -101,11 +101,7 @@ def cluster_id(fusion: str) -> str:
     return f"cluster-{fusion}"
 
 
-def _source(module: Module, instr: Instruction) -> str:
-    loc = module.source_location(instr)
-    if loc is None or not loc.file:
-        return ""
-    return f"{loc.file}:{loc.line}" if loc.line else loc.file
+_source = location_text  # file:line of an instruction
 
 
 def _op_name(instr: Instruction) -> str:

@@ -781,21 +781,7 @@ class _Parser:
             raise self.error(f"'(' after opcode '{opcode}'")
         self.i += 1
         operand_at = self.i
-        operands: tuple[str, ...] = ()
-        parameter_number = None
-        literal = None
-        if opcode == "parameter":
-            if kinds[self.i] != "NUMBER" or not values[self.i].isdigit():
-                raise self.error("a parameter number")
-            parameter_number = int(values[self.i])
-            self.i += 1
-        elif opcode == "constant":
-            literal = self.literal()
-        else:
-            operands = self.operands()
-        if values[self.i] != ")" or kinds[self.i] != "PUNCT":
-            raise self.error("',' or ')' in the operand list")
-        self.i += 1
+        operands, parameter_number, literal = self.operand_list(opcode)
         attributes = self.attribute_list() if values[self.i] == "," or kinds[self.i] == "NL" \
             else ()
         called: tuple[str, ...] = ()
@@ -920,22 +906,13 @@ class _Parser:
         self.inline.append(Computation(name, instructions))
         return Attribute(a.key, f"%{name}")
 
-    def _compact_gte(self, tuple_name: str, index: int, at: int) -> str:
-        name = f"{tuple_name}.element.{index}"
-        if name not in self.compact:
-            self.compact.add(name)
-            self.omitted[name] = at
-            self.nested.append(Instruction(name, "get-tuple-element", _OMITTED, (tuple_name,),
-                                           (Attribute("index", str(index)),)))
-        return name
-
-    def _anonymous(self, shape: Shape) -> str:
-        """``opcode(operands)`` after a shape inside an operand list; returns its new name."""
+    def operand_list(self, opcode: str) -> tuple[tuple[str, ...], Optional[int], Optional[str]]:
+        """What is inside ``opcode(...)`` and the ')': a parameter's number, a constant's
+        literal, or the operands."""
         kinds, values = self.kinds, self.values
-        opcode = values[self.i]
-        self.i += 2
         operands: tuple[str, ...] = ()
-        parameter_number = literal = None
+        parameter_number = None
+        literal = None
         if opcode == "parameter":
             if kinds[self.i] != "NUMBER" or not values[self.i].isdigit():
                 raise self.error("a parameter number")
@@ -948,6 +925,22 @@ class _Parser:
         if values[self.i] != ")" or kinds[self.i] != "PUNCT":
             raise self.error("',' or ')' in the operand list")
         self.i += 1
+        return operands, parameter_number, literal
+
+    def _compact_gte(self, tuple_name: str, index: int, at: int) -> str:
+        name = f"{tuple_name}.element.{index}"
+        if name not in self.compact:
+            self.compact.add(name)
+            self.omitted[name] = at
+            self.nested.append(Instruction(name, "get-tuple-element", _OMITTED, (tuple_name,),
+                                           (Attribute("index", str(index)),)))
+        return name
+
+    def _anonymous(self, shape: Shape) -> str:
+        """``opcode(operands)`` after a shape inside an operand list; returns its new name."""
+        opcode = self.values[self.i]
+        self.i += 2
+        operands, parameter_number, literal = self.operand_list(opcode)
         self.anonymous_count += 1
         name = f"{opcode}.nested.{self.anonymous_count}"
         self.nested.append(Instruction(name, opcode, shape, operands,
