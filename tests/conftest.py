@@ -28,16 +28,20 @@ def fixture_id(path: str) -> str:
     return os.path.relpath(path, FIXTURES)
 
 
-def _needs(module: str, extra: str, mark: str) -> Callable[[F], F]:
-    """Mark a test with ``mark`` and skip it, with the install command, when ``module`` is
-    missing."""
-    skip = pytest.mark.skipif(importlib.util.find_spec(module) is None,
-                              reason=f"{module} is not installed (pip install -e '.[{extra}]')")
+def _marked(missing: bool, reason: str, mark: str) -> Callable[[F], F]:
+    """Mark a test with ``mark`` and skip it, saying ``reason``, when ``missing``."""
+    skip = pytest.mark.skipif(missing, reason=reason)
 
     def decorate(test: F) -> F:
         return getattr(pytest.mark, mark)(skip(test))  # type: ignore[no-any-return]
 
     return decorate
+
+
+def _needs(module: str, extra: str, mark: str) -> Callable[[F], F]:
+    """... when the Python package ``module`` is missing, with its install command."""
+    return _marked(importlib.util.find_spec(module) is None,
+                   f"{module} is not installed (pip install -e '.[{extra}]')", mark)
 
 
 needs_jax = _needs("jax", "jax", "jax")
@@ -48,13 +52,8 @@ needs_gpu = _needs("jax_cuda12_plugin", "gpu", "gpu")
 
 def _needs_program(program: str, install: str, mark: str) -> Callable[[F], F]:
     import shutil
-    skip = pytest.mark.skipif(shutil.which(program) is None,
-                              reason=f"the {program} program is not installed ({install})")
-
-    def decorate(test: F) -> F:
-        return getattr(pytest.mark, mark)(skip(test))  # type: ignore[no-any-return]
-
-    return decorate
+    return _marked(shutil.which(program) is None,
+                   f"the {program} program is not installed ({install})", mark)
 
 
 needs_dot = _needs_program("dot", "apt-get install graphviz", "dot")

@@ -857,25 +857,20 @@ class _Parser:
                     # A nested anonymous operand, `reshape(f32[1,8] parameter(0))`: an
                     # instruction of its own, placed before the one that reads it.
                     self.i = i
-                    out.append(self._anonymous(shape))
+                    operand = self._anonymous(shape)
                     i = self.i
-                    while kinds[i] == "NL":
-                        i += 1
-                    if values[i] != ",":
-                        self.i = i
-                        return tuple(out)
-                    i += 1
-                    continue
-            if kind != "NAME":
+                    kind = "NESTED"
+            if kind == "NAME":
+                v = values[i]
+                operand = v[1:] if v[0] == "%" else v
+                i += 1
+                if values[i] == "#" and kinds[i + 1] == "NUMBER" and values[i + 1].isdigit():
+                    # `%p0#0`: element 0 of the tuple %p0, a get-tuple-element of its own.
+                    operand = self._compact_gte(operand, int(values[i + 1]), i)
+                    i += 2
+            elif kind != "NESTED":
                 self.i = i
                 raise self.error("an operand name")
-            v = values[i]
-            operand = v[1:] if v[0] == "%" else v
-            i += 1
-            if values[i] == "#" and kinds[i + 1] == "NUMBER" and values[i + 1].isdigit():
-                # `%p0#0`: element 0 of the tuple %p0, a get-tuple-element of its own.
-                operand = self._compact_gte(operand, int(values[i + 1]), i)
-                i += 2
             out.append(operand)
             while kinds[i] == "NL":
                 i += 1
