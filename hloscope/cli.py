@@ -413,6 +413,62 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
         click.echo(render_diff(rep, top), nl=False)
 
 
+@main.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--vary", required=True, metavar="SIZE",
+              help="The integer size of the model file to search over, e.g. batch.")
+@click.option("--budget", "budget_text", required=True,
+              help="Bytes (16GiB, 12GB, 512MiB) or a device: tpu-v2-core, tpu-v3-core, "
+                   "tpu-v4, h100, a100-40g, titan-x, ... (docs/fit.md).")
+@click.option("--target", default="cpu", show_default=True,
+              help="The target to compile for (deviceless for gpu-* and tpu-*).")
+@click.option("--entry", help="Which entry of the model file (default: its first).")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Fix another size, e.g. --set seq=512 (repeatable).")
+@click.option("--dtype", type=click.Choice(["bf16", "f16", "f32"]))
+@click.option("--min", "lo", type=click.IntRange(min=1), default=1, show_default=True,
+              help="The smallest value to try.")
+@click.option("--max", "hi", type=click.IntRange(min=1), help="The largest value to try.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str],
+        sets: tuple[str, ...], dtype: Optional[str], lo: int, hi: Optional[int],
+        as_json: bool, quiet: bool) -> None:
+    """The largest value of one size (batch, seq, ...) whose program fits a memory budget:
+    parameters + outputs + packed temporaries, as compiled (fused), with fusion undone
+    (unfused) and op by op (eager). Each value is one deviceless compile, cached."""
+    from hloscope import fit as fitting
+    from hloscope.frontends.jax import CompileError, MissingCompilerError
+    from hloscope.frontends.loader import ModelFileError, parse_size
+    from hloscope.present.progress import Progress
+    try:
+        budget = fitting.parse_budget(budget_text)
+    except fitting.BudgetError as e:
+        fail(str(e))
+    if hi is not None and hi < lo:
+        fail(f"--max {hi} is below --min {lo}")
+    chosen, _skipped = _targets(target)
+    sizes: dict[str, object] = {}
+    try:
+        for s_ in sets:
+            k, v = parse_size(s_)
+            sizes[k] = v
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+        with Progress(enabled=not quiet) as progress:
+            result = fitting.fit(path, vary, budget, chosen[0], entry, sizes, dtype, lo, hi,
+                                 on_stage=progress.stage)
+    except (ModelFileError, CompileError, MissingCompilerError) as e:
+        fail(str(e))
+    except HloParseError as e:
+        fail_parse(e)
+    if as_json:
+        from hloscope.present.json import render
+        click.echo(render(result), nl=False)
+    else:
+        from hloscope.present.terminal import render_fit
+        click.echo(render_fit(result, budget_text), nl=False)
+
+
 def _pictures(rep: "Report", modules: "Modules", html_path: Optional[str],
               svg_dir: Optional[str], quiet: bool) -> None:
     from hloscope import pipeline

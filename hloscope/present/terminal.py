@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from hloscope.analysis.diff import Report, TargetReport
 from hloscope.analysis.fusion import FusionCluster, FusionReport, trim_scope
 from hloscope.analysis.memory import MemoryReport
 from hloscope.analysis.summary import ModuleSummary
+
+if TYPE_CHECKING:
+    from hloscope.fit import FitResult
 from hloscope.present.format import (comparison_rows, human_bytes, memory_rows, ratio_text,
                                       table)
 
@@ -225,4 +228,30 @@ def render_diff(r: Report, top: int = 10) -> str:
         if i:
             lines += ["", "-" * 78, ""]
         lines += render_target(t, top)
+    return "\n".join(lines) + "\n"
+
+
+def render_fit(r: "FitResult", budget_text: str = "") -> str:
+    """The largest value that fits, per way of running, with the bytes at it and one above."""
+    from hloscope.fit import WAYS
+    sizes = f"  ({_sizes(r.sizes)})" if r.sizes else ""
+    name = f" ({budget_text})" if budget_text and not budget_text[0].isdigit() else ""
+    lines = [f"hloscope fit {r.model}  entry {r.entry}  target {r.target}{sizes}",
+             f"budget {human_bytes(r.budget_bytes)}{name}: parameters + outputs + packed temp",
+             ""]
+    rows: list[tuple[str, ...]] = [("", f"largest {r.vary}", "bytes there",
+                                    f"bytes at {r.vary}+1")]
+    labels = {"fused": "fused (as compiled)", "unfused": "unfused (fusions expanded)",
+              "eager": "eager (op by op)"}
+    for way in WAYS:
+        at, up = r.at_max[way], r.next_up[way]
+        rows.append((labels[way], str(r.max[way]) if r.max[way] else "none fits",
+                     human_bytes(at.total(way)) if at else "-",
+                     human_bytes(up.total(way)) if up else "-"))
+    lines += table(rows)
+    lines.append("")
+    lines.append(f"tried {r.vary} = " + ", ".join(str(p.value) for p in r.points)
+                 + f"; compiled {r.compiles}, {len(r.points) - r.compiles} from the cache")
+    for note in r.notes:
+        lines.append(f"note: {note}")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,207 @@
+"""`hloscope fit`: the largest value of one size of a model file (batch, seq, ...) whose program
+fits a memory budget, as compiled (fused), with every fusion expanded (unfused) and op by op
+(eager). A program's bytes are what XLA allocates for it: parameters + outputs + packed
+temporaries (docs/memory-model.md).
+
+Each value tried is one deviceless compile; its three totals are cached on disk by (model file
+contents, entry, sizes, target, dtype, hloscope version), so a repeated fit compiles nothing.
+The search doubles the value until nothing fits, then bisects each way's boundary inside that
+bracket, reusing every compile: about log2 of the answer, plus one or two.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+WAYS = ("fused", "unfused", "eager")
+
+# Device memory per chip or core, for --budget NAME (docs/fit.md has the table and sources).
+DEVICE_BUDGETS: dict[str, int] = {
+    "tpu-v2-core": 8 << 30,  # 8 GiB HBM per core (16 GiB per chip, 2 cores)
+    "tpu-v2": 16 << 30,
+    "tpu-v3-core": 16 << 30,  # 16 GiB HBM per core (32 GiB per chip)
+    "tpu-v3": 32 << 30,
+    "tpu-v4": 32 << 30,
+    "tpu-v5e": 16 << 30,
+    "tpu-v5p": 95 << 30,
+    "tpu-v6e": 32 << 30,
+    "h100": 80 << 30,
+    "a100-40g": 40 << 30,
+    "a100-80g": 80 << 30,
+    "v100-16g": 16 << 30,
+    "titan-x": 12 * 10**9,  # 12 GB GDDR5
+    "rtx-3090": 24 << 30,
+}
+
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 1 << 10, "m": 10**6, "mb": 10**6,
+          "mib": 1 << 20, "g": 10**9, "gb": 10**9, "gib": 1 << 30, "t": 10**12, "tb": 10**12,
+          "tib": 1 << 40}
+
+
+class BudgetError(ValueError):
+    pass
+
+
+def parse_budget(text: str) -> int:
+    """``16GiB``, ``12GB``, ``1.5e9``, ``512MiB`` or a device name from DEVICE_BUDGETS."""
+    t = text.strip().lower()
+    if t in DEVICE_BUDGETS:
+        return DEVICE_BUDGETS[t]
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-z]*)", t)
+    if m is None or m.group(2) not in _UNITS:
+        raise BudgetError(f"--budget {text!r}: expected bytes like 16GiB, 12GB or 512MiB, or a "
+                          f"device: {', '.join(DEVICE_BUDGETS)}")
+    value = float(m.group(1)) * _UNITS[m.group(2)]
+    if value <= 0:
+        raise BudgetError(f"--budget {text!r}: must be more than 0 bytes")
+    return int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One value tried: each way's bytes (parameters + outputs + packed temp)."""
+
+    value: int
+    fused: int
+    unfused: int
+    eager: int
+
+    def total(self, way: str) -> int:
+        return int(getattr(self, way))
+
+
+@dataclass(frozen=True, slots=True)
+class FitResult:
+    schema: str
+    model: str
+    entry: str
+    target: str
+    vary: str
+    budget_bytes: int
+    sizes: dict[str, Any]
+    max: dict[str, int]  # way → the largest value that fits (0: not even the smallest)
+    at_max: dict[str, Optional[Point]]  # way → the figures at that value
+    next_up: dict[str, Optional[Point]]  # way → the figures one value above it
+    points: tuple[Point, ...]  # every value tried, in order of value
+    compiles: int  # how many of them were compiled now (the rest came from the cache)
+    capped: bool = False  # the search stopped at --max before the fused program overflowed
+    notes: tuple[str, ...] = field(default=())
+
+
+Evaluate = Callable[[int], tuple[Point, bool]]  # value → (its point, whether it compiled)
+
+
+def search(evaluate: Evaluate, budget: int, lo: int = 1,
+           hi: Optional[int] = None) -> tuple[dict[str, int], dict[int, Point], int, bool]:
+    """The largest value in [lo, hi] of each way whose total fits ``budget``, assuming totals
+    grow with the value. Returns (way → max or 0, every point by value, compiles, capped)."""
+    points: dict[int, Point] = {}
+    compiles = 0
+
+    def at(v: int) -> Point:
+        nonlocal compiles
+        if v not in points:
+            p, compiled = evaluate(v)
+            points[v] = p
+            compiles += compiled
+        return points[v]
+
+    def fits(v: int, way: str) -> bool:
+        return at(v).total(way) <= budget
+
+    # Double until even the fused program (the smallest of the three) no longer fits.
+    v = lo
+    capped = False
+    while True:
+        if hi is not None and v >= hi:
+            v = hi
+        if not fits(v, "fused"):
+            break
+        if hi is not None and v == hi:
+            capped = True
+            break
+        v *= 2
+    best: dict[str, int] = {}
+    for way in WAYS:
+        if not fits(lo, way):
+            best[way] = 0
+            continue
+        low = max(u for u in points if fits(u, way))
+        above = [u for u in points if u > low and not fits(u, way)]
+        if not above:  # fits up to the cap
+            best[way] = low
+            continue
+        high = min(above)
+        while high - low > 1:
+            mid = (low + high) // 2
+            if fits(mid, way):
+                low = mid
+            else:
+                high = mid
+        best[way] = low
+    return best, points, compiles, capped
+
+
+def cache_key(path: str, entry: Optional[str], sizes: dict[str, Any], target: str,
+              dtype: Optional[str]) -> str:
+    from hloscope import __version__
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    blob = json.dumps([digest, entry, sorted(sizes.items()), target, dtype, __version__],
+                      default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def default_cache_dir() -> str:
+    return os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
+                        "hloscope", "fit")
+
+
+def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[str] = None,
+        sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None, lo: int = 1,
+        hi: Optional[int] = None, cache_dir: Optional[str] = None,
+        on_stage: Callable[[str, str], None] = lambda t, s: None) -> FitResult:
+    """Fit ``vary`` of the model file at ``path`` into ``budget`` bytes on ``target``."""
+    from hloscope import pipeline
+    base = dict(sizes or {})
+    cache = cache_dir if cache_dir is not None else default_cache_dir()
+    entry_name = entry or ""
+
+    def evaluate(v: int) -> tuple[Point, bool]:
+        nonlocal entry_name
+        values = {**base, vary: v}
+        key_path = os.path.join(cache, cache_key(path, entry, values, target, dtype) + ".json")
+        if os.path.exists(key_path):
+            with open(key_path) as f:
+                saved = json.load(f)
+            entry_name = saved.get("entry", entry_name)
+            return Point(v, saved["fused"], saved["unfused"], saved["eager"]), False
+        on_stage(target, f"compiling with {vary}={v}")
+        entry_name, programs = pipeline.lower_model(path, [target], entry, values, dtype,
+                                                    xla_unfused=False)
+        t = pipeline.analyse(programs[0])
+        m = t.memory
+        totals = {}
+        for way, row in (("fused", m.fused), ("unfused", m.unfused), ("eager", m.eager)):
+            assert row is not None
+            totals[way] = row.parameter_bytes + row.output_bytes + row.temp_packed_bytes
+        os.makedirs(cache, exist_ok=True)
+        with open(key_path + ".tmp", "w") as f:
+            json.dump({"entry": entry_name, **totals}, f)
+        os.replace(key_path + ".tmp", key_path)
+        return Point(v, totals["fused"], totals["unfused"], totals["eager"]), True
+
+    best, points, compiles, capped = search(evaluate, budget, lo, hi)
+    notes = []
+    if capped:
+        notes.append(f"the fused program still fits at {vary}={hi}, the --max given")
+    return FitResult(
+        "hloscope.fit/1", path, entry_name, target, vary, budget, base, best,
+        {w: points.get(best[w]) for w in WAYS},
+        {w: points.get(best[w] + 1) if best[w] else points.get(lo) for w in WAYS},
+        tuple(points[v] for v in sorted(points)), compiles, capped, tuple(notes))
