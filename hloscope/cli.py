@@ -469,6 +469,63 @@ def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str
         click.echo(render_fit(result, budget_text), nl=False)
 
 
+@main.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--vary", "varies", multiple=True, required=True, metavar="SIZE=V1,V2,...",
+              help="A size and its values, e.g. --vary seq=128,256,512 (repeatable: every "
+                   "combination is compiled).")
+@click.option("--target", default="cpu", show_default=True)
+@click.option("--entry", help="Which entry of the model file (default: its first).")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Fix another size (repeatable).")
+@click.option("--dtype", type=click.Choice(["bf16", "f16", "f32"]))
+@click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
+              help="Also plot the bytes against the first varied size (needs matplotlib).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+def sweep(path: str, varies: tuple[str, ...], target: str, entry: Optional[str],
+          sets: tuple[str, ...], dtype: Optional[str], svg_path: Optional[str], as_json: bool,
+          quiet: bool) -> None:
+    """Bytes of the program (parameters + outputs + packed temp) fused, unfused and eager at
+    each combination of sizes: how each grows with batch or sequence length."""
+    from hloscope import fit as fitting
+    from hloscope.frontends.jax import CompileError, MissingCompilerError
+    from hloscope.frontends.loader import ModelFileError, parse_size
+    from hloscope.present.progress import Progress
+    chosen, _skipped = _targets(target)
+    vary: dict[str, list[object]] = {}
+    sizes: dict[str, object] = {}
+    try:
+        for v in varies:
+            name, _, values = v.partition("=")
+            if not name or not values:
+                fail(f"--vary {v!r}: expected SIZE=V1,V2,... e.g. seq=128,256,512")
+            vary[name] = [parse_size(f"{name}={x}")[1] for x in values.split(",") if x]
+        for s_ in sets:
+            k, val = parse_size(s_)
+            sizes[k] = val
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+        with Progress(enabled=not quiet) as progress:
+            result = fitting.sweep(path, vary, chosen[0], entry, sizes, dtype,
+                                   on_stage=progress.stage)
+    except (ModelFileError, CompileError, MissingCompilerError) as e:
+        fail(str(e))
+    except HloParseError as e:
+        fail_parse(e)
+    if svg_path:
+        from hloscope.present.plot import matplotlib_missing, sweep_svg
+        missing = matplotlib_missing()
+        if missing:
+            fail(missing)
+        _write_text(svg_path, sweep_svg(result))
+    if as_json:
+        from hloscope.present.json import render
+        click.echo(render(result), nl=False)
+    else:
+        from hloscope.present.terminal import render_sweep
+        click.echo(render_sweep(result), nl=False)
+
+
 def _pictures(rep: "Report", modules: "Modules", html_path: Optional[str],
               svg_dir: Optional[str], quiet: bool) -> None:
     from hloscope import pipeline

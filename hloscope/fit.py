@@ -162,39 +162,86 @@ def default_cache_dir() -> str:
                         "hloscope", "fit")
 
 
+def measure(path: str, sizes: dict[str, Any], target: str, entry: Optional[str],
+            dtype: Optional[str], cache: str,
+            on_stage: Callable[[str, str], None] = lambda t, s: None
+            ) -> tuple[dict[str, int], str, bool]:
+    """Each way's bytes (parameters + outputs + packed temp) for one set of sizes, from the
+    cache or by compiling now; also the entry's name and whether it compiled."""
+    from hloscope import pipeline
+    key_path = os.path.join(cache, cache_key(path, entry, sizes, target, dtype) + ".json")
+    if os.path.exists(key_path):
+        with open(key_path) as f:
+            saved = json.load(f)
+        return {w: int(saved[w]) for w in WAYS}, saved.get("entry", entry or ""), False
+    on_stage(target, "compiling with " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
+    entry_name, programs = pipeline.lower_model(path, [target], entry, sizes, dtype,
+                                                xla_unfused=False)
+    m = pipeline.analyse(programs[0]).memory
+    totals = {}
+    for way, row in (("fused", m.fused), ("unfused", m.unfused), ("eager", m.eager)):
+        assert row is not None
+        totals[way] = row.parameter_bytes + row.output_bytes + row.temp_packed_bytes
+    os.makedirs(cache, exist_ok=True)
+    with open(key_path + ".tmp", "w") as f:
+        json.dump({"entry": entry_name, **totals}, f)
+    os.replace(key_path + ".tmp", key_path)
+    return totals, entry_name, True
+
+
+@dataclass(frozen=True, slots=True)
+class SweepRow:
+    sizes: dict[str, Any]
+    fused: int
+    unfused: int
+    eager: int
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    schema: str
+    model: str
+    entry: str
+    target: str
+    vary: tuple[str, ...]
+    rows: tuple[SweepRow, ...]
+    compiles: int
+
+
+def sweep(path: str, vary: dict[str, list[Any]], target: str = "cpu",
+          entry: Optional[str] = None, sizes: Optional[dict[str, Any]] = None,
+          dtype: Optional[str] = None, cache_dir: Optional[str] = None,
+          on_stage: Callable[[str, str], None] = lambda t, s: None) -> SweepResult:
+    """Each way's bytes at every combination of the varied sizes (the first varies slowest)."""
+    import itertools
+    cache = cache_dir if cache_dir is not None else default_cache_dir()
+    rows, compiles, entry_name = [], 0, entry or ""
+    names = list(vary)
+    for combo in itertools.product(*(vary[n] for n in names)):
+        values = {**(sizes or {}), **dict(zip(names, combo))}
+        totals, entry_name, compiled = measure(path, values, target, entry, dtype, cache,
+                                               on_stage)
+        compiles += compiled
+        rows.append(SweepRow(dict(zip(names, combo)), totals["fused"], totals["unfused"],
+                             totals["eager"]))
+    return SweepResult("hloscope.sweep/1", path, entry_name, target, tuple(names), tuple(rows),
+                       compiles)
+
+
 def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[str] = None,
         sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None, lo: int = 1,
         hi: Optional[int] = None, cache_dir: Optional[str] = None,
         on_stage: Callable[[str, str], None] = lambda t, s: None) -> FitResult:
     """Fit ``vary`` of the model file at ``path`` into ``budget`` bytes on ``target``."""
-    from hloscope import pipeline
     base = dict(sizes or {})
     cache = cache_dir if cache_dir is not None else default_cache_dir()
     entry_name = entry or ""
 
     def evaluate(v: int) -> tuple[Point, bool]:
         nonlocal entry_name
-        values = {**base, vary: v}
-        key_path = os.path.join(cache, cache_key(path, entry, values, target, dtype) + ".json")
-        if os.path.exists(key_path):
-            with open(key_path) as f:
-                saved = json.load(f)
-            entry_name = saved.get("entry", entry_name)
-            return Point(v, saved["fused"], saved["unfused"], saved["eager"]), False
-        on_stage(target, f"compiling with {vary}={v}")
-        entry_name, programs = pipeline.lower_model(path, [target], entry, values, dtype,
-                                                    xla_unfused=False)
-        t = pipeline.analyse(programs[0])
-        m = t.memory
-        totals = {}
-        for way, row in (("fused", m.fused), ("unfused", m.unfused), ("eager", m.eager)):
-            assert row is not None
-            totals[way] = row.parameter_bytes + row.output_bytes + row.temp_packed_bytes
-        os.makedirs(cache, exist_ok=True)
-        with open(key_path + ".tmp", "w") as f:
-            json.dump({"entry": entry_name, **totals}, f)
-        os.replace(key_path + ".tmp", key_path)
-        return Point(v, totals["fused"], totals["unfused"], totals["eager"]), True
+        totals, entry_name, compiled = measure(path, {**base, vary: v}, target, entry, dtype,
+                                               cache, on_stage)
+        return Point(v, totals["fused"], totals["unfused"], totals["eager"]), compiled
 
     best, points, compiles, capped = search(evaluate, budget, lo, hi)
     notes = []

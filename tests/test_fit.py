@@ -3,9 +3,11 @@ closed form."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import textwrap
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -112,3 +114,23 @@ def test_fit_errors(tmp_path, capsys) -> None:
         assert run(argv) == 2
         out, err = capsys.readouterr()
         assert out == "" and message in err and "Traceback" not in err
+
+
+@needs_jax
+def test_sweep_the_toy_model(tmp_path, capsys, monkeypatch) -> None:
+    """The same closed form at every value: 8, 16 and 20 KiB per n."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    model = tmp_path / "toy.py"
+    model.write_text(textwrap.dedent(TOY))
+    svg = tmp_path / "sweep.svg"
+    assert run(["sweep", str(model), "--vary", "n=1,3", "--json", "-q"]
+               + (["--svg", str(svg)] if importlib.util.find_spec("matplotlib") else [])) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["schema"] == "hloscope.sweep/1" and r["vary"] == ["n"]
+    assert [(row["sizes"]["n"], row["fused"], row["unfused"], row["eager"])
+            for row in r["rows"]] == [(1, 8192, 16384, 20480), (3, 3 * 8192, 3 * 16384,
+                                                             3 * 20480)]
+    if svg.exists():
+        ET.parse(svg)
+    assert run(["sweep", str(model), "--vary", "n", "-q"]) == 2
+    assert "expected SIZE=V1,V2" in capsys.readouterr().err

@@ -16,6 +16,7 @@ from hloscope.present.format import human_bytes
 
 if TYPE_CHECKING:
     from hloscope.analysis.liveness import LiveValue, Timeline
+    from hloscope.fit import SweepResult
 
 # Okabe & Ito colours, as the fusion graphs use them.
 CURVE_COLOURS = {"fused": "#0072B2", "unfused": "#D55E00", "eager": "#CC79A7"}
@@ -119,6 +120,40 @@ def timeline_svg(timelines: Sequence["Timeline"], live_at_peak: Sequence["LiveVa
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hloscope"}):
         # No metadata block: no date (the file is reproducible) and no URLs in it.
+        fig.savefig(buf, format="svg",
+                    metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    return buf.getvalue()
+
+
+def sweep_svg(r: "SweepResult") -> str:
+    """Bytes against the first varied size: one line per way (and per value of the others)."""
+    import matplotlib
+    matplotlib.use("svg", force=False)
+    from matplotlib.figure import Figure
+    first, rest = r.vary[0], r.vary[1:]
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.add_subplot()
+    top = max((max(row.fused, row.unfused, row.eager) for row in r.rows), default=1)
+    unit_name, unit = next(((n, u) for n, u in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+                            if top >= 2 * u), ("B", 1))
+    groups: dict[tuple[object, ...], list[object]] = {}
+    for row in r.rows:
+        groups.setdefault(tuple(row.sizes[n] for n in rest), []).append(row)
+    for key, rows in groups.items():
+        label = ", ".join(f"{n}={v}" for n, v in zip(rest, key))
+        xs = [row.sizes[first] for row in rows]  # type: ignore[attr-defined]
+        for way in ("fused", "unfused", "eager"):
+            ax.plot(xs, [getattr(row, way) / unit for row in rows], marker="o",
+                    color=CURVE_COLOURS[way], ls=CURVE_STYLES[way],
+                    label=way + (f" ({label})" if label else ""))
+    ax.set_xlabel(first)
+    ax.set_ylabel(f"parameters + outputs + temp ({unit_name})")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, lw=0.4, color="#DDDDDD")
+    ax.set_title(f"{r.model} — {r.entry} on {r.target}", fontsize=10)
+    ax.legend(fontsize=7)
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hloscope"}):
         fig.savefig(buf, format="svg",
                     metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     return buf.getvalue()

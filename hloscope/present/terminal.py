@@ -10,7 +10,7 @@ from hloscope.analysis.memory import MemoryReport
 from hloscope.analysis.summary import ModuleSummary
 
 if TYPE_CHECKING:
-    from hloscope.fit import FitResult
+    from hloscope.fit import FitResult, SweepResult
 from hloscope.present.format import (comparison_rows, human_bytes, memory_rows, ratio_text,
                                       table)
 
@@ -254,4 +254,20 @@ def render_fit(r: "FitResult", budget_text: str = "") -> str:
                  + f"; compiled {r.compiles}, {len(r.points) - r.compiles} from the cache")
     for note in r.notes:
         lines.append(f"note: {note}")
+    return "\n".join(lines) + "\n"
+
+
+def render_sweep(r: "SweepResult") -> str:
+    """Bytes at each combination of sizes, with each way's growth over the first row."""
+    lines = [f"hloscope sweep {r.model}  entry {r.entry}  target {r.target}",
+             "bytes: parameters + outputs + packed temp", ""]
+    rows: list[tuple[str, ...]] = [tuple(r.vary) + ("fused", "unfused", "eager",
+                                                    "unfused / fused")]
+    for row in r.rows:
+        rows.append(tuple(str(row.sizes[n]) for n in r.vary)
+                    + (human_bytes(row.fused), human_bytes(row.unfused), human_bytes(row.eager),
+                       f"{row.unfused / row.fused:.2f}x" if row.fused else "-"))
+    lines += table(rows)
+    lines.append("")
+    lines.append(f"compiled {r.compiles}, {len(r.rows) - r.compiles} from the cache")
     return "\n".join(lines) + "\n"
