@@ -5,8 +5,10 @@ temporaries (docs/memory-model.md).
 
 Each value tried is one deviceless compile; its three totals are cached on disk by (model file
 contents, entry, sizes, target, dtype, hloscope version), so a repeated fit compiles nothing.
-The search doubles the value until nothing fits, then bisects each way's boundary inside that
-bracket, reusing every compile: about log2 of the answer, plus one or two.
+The search guesses each way's boundary from a line through the two nearest known values
+(bytes grow nearly linearly with a batch or sequence size), checks the guess and the value
+after it, and falls back to bisection when a guess does not halve the bracket; every compile
+is reused across the three ways.
 """
 
 from __future__ import annotations
@@ -99,7 +101,12 @@ Evaluate = Callable[[int], tuple[Point, bool]]  # value → (its point, whether 
 def search(evaluate: Evaluate, budget: int, lo: int = 1,
            hi: Optional[int] = None) -> tuple[dict[str, int], dict[int, Point], int, bool]:
     """The largest value in [lo, hi] of each way whose total fits ``budget``, assuming totals
-    grow with the value. Returns (way → max or 0, every point by value, compiles, capped)."""
+    grow with the value. Returns (way → max or 0, every point by value, compiles, capped).
+
+    A program's bytes grow nearly linearly with a batch or sequence size, so each step guesses
+    the boundary by drawing a line through the two nearest known points (the secant), and tries
+    the guess and the value after it. A guess that does not halve the bracket is followed by a
+    plain bisection, so the count stays within twice a bisection's in the worst case."""
     points: dict[int, Point] = {}
     compiles = 0
 
@@ -114,36 +121,56 @@ def search(evaluate: Evaluate, budget: int, lo: int = 1,
     def fits(v: int, way: str) -> bool:
         return at(v).total(way) <= budget
 
-    # Double until even the fused program (the smallest of the three) no longer fits.
-    v = lo
-    capped = False
-    while True:
-        if hi is not None and v >= hi:
-            v = hi
-        if not fits(v, "fused"):
-            break
-        if hi is not None and v == hi:
-            capped = True
-            break
-        v *= 2
+    def secant(way: str, a: int, b: int) -> Optional[int]:
+        fa, fb = at(a).total(way), at(b).total(way)
+        if b == a or fb <= fa:
+            return None
+        return a + int((budget - fa) * (b - a) // (fb - fa))
+
     best: dict[str, int] = {}
+    capped = False
     for way in WAYS:
         if not fits(lo, way):
             best[way] = 0
             continue
-        low = max(u for u in points if fits(u, way))
-        above = [u for u in points if u > low and not fits(u, way)]
-        if not above:  # fits up to the cap
-            best[way] = low
-            continue
-        high = min(above)
-        while high - low > 1:
-            mid = (low + high) // 2
-            if fits(mid, way):
-                low = mid
+        bisect_next = False
+        while True:
+            low = max(u for u in points if fits(u, way))
+            above = [u for u in points if u > low and not fits(u, way)]
+            high = min(above) if above else None
+            if high is not None and high == low + 1:
+                best[way] = low
+                break
+            if high is None and hi is not None and low >= hi:
+                best[way] = low
+                capped = capped or way == "fused"
+                break
+            estimate: Optional[int] = None
+            if bisect_next and high is not None:
+                estimate = (low + high) // 2
             else:
-                high = mid
-        best[way] = low
+                below = sorted(u for u in points if u < low)
+                if high is not None:
+                    estimate = secant(way, low, high)
+                elif below:
+                    estimate = secant(way, below[-1], low)
+            guess = estimate if estimate is not None else (
+                low * 2 if high is None else (low + high) // 2)
+            if high is None:
+                # Past what is known: at most 16 times further, and within --max.
+                guess = min(max(guess, low + 1), low * 16)
+            upper = high - 1 if high is not None else (hi if hi is not None else guess)
+            guess = max(low + 1, min(guess, upper))
+            width = (high - low) if high is not None else None
+            ok = fits(guess, way)
+            if ok and guess + 1 not in points and (hi is None or guess + 1 <= hi) and \
+                    not bisect_next:
+                fits(guess + 1, way)  # the line was right if this one does not fit
+            new_low = max(u for u in points if fits(u, way))
+            new_above = [u for u in points if u > new_low and not fits(u, way)]
+            new_width = (min(new_above) - new_low) if new_above else None
+            bisect_next = width is not None and new_width is not None and \
+                new_width * 2 > width and not bisect_next
     return best, points, compiles, capped
 
 
