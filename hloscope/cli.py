@@ -52,15 +52,16 @@ def load_module(path: str, verify: Optional[bool] = None) -> Module:
         click.echo(f"hloscope: {source} has no 'HloModule' header; read it as a module named "
                    f"'{module.name}' with entry computation '{module.entry_name}'", err=True)
     if VERIFY if verify is None else verify:
-        from hloscope.hlo.verify import problems, verify as check
-        try:
-            check(module, data.decode("utf-8", "replace").replace("\r\n", "\n"))
-        except HloParseError as e:
-            click.echo(e.format(caret=True), err=True)
-            more = len(problems(module)) - 1
-            if more:
-                click.echo(f"hloscope: {more} more problem(s) in {source} (hloscope verify "
-                           "lists the first; --no-verify analyses it anyway)", err=True)
+        from hloscope.hlo.parser import source_text
+        from hloscope.hlo.verify import located, problems
+        found = problems(module)
+        if found:
+            # The text is needed only to point at the problem (parse() checked it decodes).
+            click.echo(located(module, found[0], source_text(data, source)).format(caret=True),
+                       err=True)
+            if len(found) > 1:
+                click.echo(f"hloscope: {len(found) - 1} more problem(s) in {source} (hloscope "
+                           "verify lists the first; --no-verify analyses it anyway)", err=True)
             sys.exit(2)
     return module
 

@@ -49,9 +49,10 @@ def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) 
     pre = parse(program.pre, program.pre_source)
     post = parse(program.post, program.post_source)
     if VERIFY:
+        from hloscope.hlo.parser import source_text
         from hloscope.hlo.verify import verify
-        verify(pre, program.pre)
-        verify(post, program.post)
+        verify(pre, source_text(program.pre))
+        verify(post, source_text(program.post))
     if modules is not None:
         modules[program.target] = (pre, post)
     return target_report(pre, post, program.target, program.backend, program.xla or None,

@@ -183,3 +183,14 @@ def test_verify_command_ok(capsys) -> None:
 def test_every_fixture_verifies_clean(path) -> None:
     """Modules XLA produced and accepted: the verifier must not reject any of them."""
     assert problems(parse_file(path)) == []
+
+
+@pytest.mark.parametrize("ending", ["\r\n", "\r"])
+def test_problems_are_located_the_same_in_crlf_and_cr_files(ending, tmp_path, capsys) -> None:
+    text = module(CASES["reshape-elements"][1], extra=ADD)
+    path = tmp_path / "twin.hlo"
+    path.write_bytes(text.replace("\n", ending).encode())
+    assert run(["verify", str(path)]) == 2
+    broken = CASES["reshape-elements"][1]
+    line = text.splitlines().index(broken) + 1
+    assert f"twin.hlo:{line}:{broken.index('%') + 1}: error: " in capsys.readouterr().err

@@ -124,13 +124,20 @@ def tokenize(text: str, pos: int = 0,
 
 
 @gc_paused  # see gcpause: without it, parse time grew faster than the text
-def parse(text: Union[str, bytes], source: str = "<string>") -> Module:
-    """Parse HLO text into a Module. Raises HloParseError on any malformed input."""
+def source_text(text: Union[str, bytes], source: str = "<string>") -> str:
+    """The text the parser reads, and that its positions (and the verifier's) refer to:
+    decoded from UTF-8, with ``\r\n`` and ``\r`` line ends made ``\n`` (Windows and old Mac
+    files count lines and columns the same). Text without ``\r`` is returned as it is."""
     if isinstance(text, bytes):
         text = _decode(text, source)
     if "\r" in text:
-        # Windows and old Mac line endings: lines and columns are counted the same.
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def parse(text: Union[str, bytes], source: str = "<string>") -> Module:
+    """Parse HLO text into a Module. Raises HloParseError on any malformed input."""
+    text = source_text(text, source)
     parser = _Parser(text, source, window=WINDOW)
     try:
         return parser.module()

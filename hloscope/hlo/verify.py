@@ -322,6 +322,9 @@ def _sharding(instr: Instruction) -> None:
                            "devices")
 
 
+Problem = tuple[Optional[Computation], Optional[Instruction], str, str]
+
+
 def _module_rules(module: Module) -> Optional[_Problem]:
     params = len(module.entry.parameters)
     for a in module.input_output_alias:
@@ -337,10 +340,9 @@ def _module_rules(module: Module) -> Optional[_Problem]:
     return None
 
 
-def problems(module: Module) -> list[tuple[Optional[Computation], Optional[Instruction],
-                                           str, str]]:
+def problems(module: Module) -> list[Problem]:
     """Every (computation, instruction, rule, message) the verifier finds, in module order."""
-    out: list[tuple[Optional[Computation], Optional[Instruction], str, str]] = []
+    out: list[Problem] = []
     p = _module_rules(module)
     if p is not None:
         out.append((None, None, p.rule, p.message))
@@ -361,16 +363,21 @@ def problems(module: Module) -> list[tuple[Optional[Computation], Optional[Instr
     return out
 
 
-def verify(module: Module, text: Optional[str] = None) -> None:
-    """Raise HloVerifyError for the first problem, located in ``text`` when given."""
-    found = problems(module)
-    if not found:
-        return
-    comp, instr, rule, message = found[0]
+def located(module: Module, problem: Problem, text: Optional[str] = None) -> HloVerifyError:
+    """The error for one of ``problems(module)``, located in ``text`` (the parser's
+    ``source_text``) when given, else naming its computation and instruction."""
+    comp, instr, rule, message = problem
     line, column, line_text = _locate(text, comp, instr)
     where = f"in {comp.name}: {instr.name}: " if comp is not None and instr is not None \
         and not line else ""
-    raise HloVerifyError(module.source, line, column, rule, where + message, line_text)
+    return HloVerifyError(module.source, line, column, rule, where + message, line_text)
+
+
+def verify(module: Module, text: Optional[str] = None) -> None:
+    """Raise HloVerifyError for the first problem, located in ``text`` when given."""
+    found = problems(module)
+    if found:
+        raise located(module, found[0], text)
 
 
 def _locate(text: Optional[str], comp: Optional[Computation],
