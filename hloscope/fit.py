@@ -174,11 +174,15 @@ def search(evaluate: Evaluate, budget: int, lo: int = 1,
     return best, points, compiles, capped
 
 
-def cache_key(path: str, entry: Optional[str], sizes: dict[str, Any], target: str,
+def file_digest(path: str) -> str:
+    """What the cache knows a model file by: its contents, not its name or time."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def cache_key(digest: str, entry: Optional[str], sizes: dict[str, Any], target: str,
               dtype: Optional[str]) -> str:
     from hloscope import __version__
-    with open(path, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
     blob = json.dumps([digest, entry, sorted(sizes.items()), target, dtype, __version__],
                       default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
@@ -189,14 +193,16 @@ def default_cache_dir() -> str:
                         "hloscope", "fit")
 
 
-def measure(path: str, sizes: dict[str, Any], target: str, entry: Optional[str],
+def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: Optional[str],
             dtype: Optional[str], cache: str,
             on_stage: Callable[[str, str], None] = lambda t, s: None
             ) -> tuple[dict[str, int], str, bool]:
     """Each way's bytes (parameters + outputs + packed temp) for one set of sizes, from the
-    cache or by compiling now; also the entry's name and whether it compiled."""
+    cache or by compiling now; also the entry's name and whether it compiled. ``digest`` is
+    the model file's ``file_digest``."""
     from hloscope import pipeline
-    key_path = os.path.join(cache, cache_key(path, entry, sizes, target, dtype) + ".json")
+    from hloscope.analysis.memory import memory_report
+    key_path = os.path.join(cache, cache_key(digest, entry, sizes, target, dtype) + ".json")
     if os.path.exists(key_path):
         with open(key_path) as f:
             saved = json.load(f)
@@ -204,7 +210,9 @@ def measure(path: str, sizes: dict[str, Any], target: str, entry: Optional[str],
     on_stage(target, "compiling with " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
     entry_name, programs = pipeline.lower_model(path, [target], entry, sizes, dtype,
                                                 xla_unfused=False)
-    m = pipeline.analyse(programs[0]).memory
+    # Only the memory figures: not the rest of diff's report (fusion clusters, pre → post).
+    pre, post = pipeline.modules_of(programs[0])
+    m = memory_report(post, programs[0].backend, pre)
     totals = {}
     for way, row in (("fused", m.fused), ("unfused", m.unfused), ("eager", m.eager)):
         assert row is not None
@@ -242,12 +250,13 @@ def sweep(path: str, vary: dict[str, list[Any]], target: str = "cpu",
     """Each way's bytes at every combination of the varied sizes (the first varies slowest)."""
     import itertools
     cache = cache_dir if cache_dir is not None else default_cache_dir()
+    digest = file_digest(path)
     rows, compiles, entry_name = [], 0, entry or ""
     names = list(vary)
     for combo in itertools.product(*(vary[n] for n in names)):
         values = {**(sizes or {}), **dict(zip(names, combo))}
-        totals, entry_name, compiled = measure(path, values, target, entry, dtype, cache,
-                                               on_stage)
+        totals, entry_name, compiled = measure(path, digest, values, target, entry, dtype,
+                                               cache, on_stage)
         compiles += compiled
         rows.append(SweepRow(dict(zip(names, combo)), totals["fused"], totals["unfused"],
                              totals["eager"]))
@@ -263,11 +272,12 @@ def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[
     base = dict(sizes or {})
     cache = cache_dir if cache_dir is not None else default_cache_dir()
     entry_name = entry or ""
+    digest = file_digest(path)
 
     def evaluate(v: int) -> tuple[Point, bool]:
         nonlocal entry_name
-        totals, entry_name, compiled = measure(path, {**base, vary: v}, target, entry, dtype,
-                                               cache, on_stage)
+        totals, entry_name, compiled = measure(path, digest, {**base, vary: v}, target, entry,
+                                               dtype, cache, on_stage)
         return Point(v, totals["fused"], totals["unfused"], totals["eager"]), compiled
 
     best, points, compiles, capped = search(evaluate, budget, lo, hi)

@@ -45,7 +45,9 @@ Modules = dict[str, tuple[Module, Module]]  # target → (pre, post), kept for p
 VERIFY = True
 
 
-def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) -> TargetReport:
+def modules_of(program: Program) -> tuple[Module, Module]:
+    """The program's pre- and post-optimization modules, parsed and, unless `--no-verify`,
+    verified."""
     pre = parse(program.pre, program.pre_source)
     post = parse(program.post, program.post_source)
     if VERIFY:
@@ -53,6 +55,11 @@ def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) 
         from hloscope.hlo.verify import verify
         verify(pre, source_text(program.pre))
         verify(post, source_text(program.post))
+    return pre, post
+
+
+def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) -> TargetReport:
+    pre, post = modules_of(program)
     if modules is not None:
         modules[program.target] = (pre, post)
     return target_report(pre, post, program.target, program.backend, program.xla or None,
