@@ -290,6 +290,12 @@ def _targets(spec: str) -> tuple[list[str], dict[str, str]]:
     return chosen, skipped
 
 
+def _parse_sets(sets: tuple[str, ...]) -> dict[str, object]:
+    """``--set NAME=VALUE`` options as sizes (a bad one raises ModelFileError)."""
+    from hloscope.frontends.loader import parse_size
+    return dict(parse_size(s) for s in sets)
+
+
 def _list_entries(path: str, sizes: dict[str, object]) -> None:
     from hloscope.frontends.loader import load_model_file
     model = load_model_file(path)
@@ -346,7 +352,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
 
     from hloscope import pipeline
     from hloscope.frontends.jax import CompileError, MissingCompilerError
-    from hloscope.frontends.loader import ModelFileError, parse_size
+    from hloscope.frontends.loader import ModelFileError
     from hloscope.present.progress import Progress
 
     programs: list[pipeline.Program] = []
@@ -355,9 +361,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
     sizes: dict[str, object] = {}
     entry_name, model = "", " ".join(paths)
     try:
-        for s_ in sets:
-            k, v = parse_size(s_)
-            sizes[k] = v
+        sizes = _parse_sets(sets)
         with Progress(enabled=not quiet) as progress:
             if len(paths) == 2:
                 for p in paths:
@@ -440,7 +444,7 @@ def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str
     (unfused) and op by op (eager). Each value is one deviceless compile, cached."""
     from hloscope import fit as fitting
     from hloscope.frontends.jax import CompileError, MissingCompilerError
-    from hloscope.frontends.loader import ModelFileError, parse_size
+    from hloscope.frontends.loader import ModelFileError
     from hloscope.present.progress import Progress
     try:
         budget = fitting.parse_budget(budget_text)
@@ -449,11 +453,8 @@ def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str
     if hi is not None and hi < lo:
         fail(f"--max {hi} is below --min {lo}")
     chosen, _skipped = _targets(target)
-    sizes: dict[str, object] = {}
     try:
-        for s_ in sets:
-            k, v = parse_size(s_)
-            sizes[k] = v
+        sizes = _parse_sets(sets)
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         with Progress(enabled=not quiet) as progress:
             result = fitting.fit(path, vary, budget, chosen[0], entry, sizes, dtype, lo, hi,
@@ -495,16 +496,13 @@ def sweep(path: str, varies: tuple[str, ...], target: str, entry: Optional[str],
     from hloscope.present.progress import Progress
     chosen, _skipped = _targets(target)
     vary: dict[str, list[object]] = {}
-    sizes: dict[str, object] = {}
     try:
         for v in varies:
             name, _, values = v.partition("=")
             if not name or not values:
                 fail(f"--vary {v!r}: expected SIZE=V1,V2,... e.g. seq=128,256,512")
             vary[name] = [parse_size(f"{name}={x}")[1] for x in values.split(",") if x]
-        for s_ in sets:
-            k, val = parse_size(s_)
-            sizes[k] = val
+        sizes = _parse_sets(sets)
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         with Progress(enabled=not quiet) as progress:
             result = fitting.sweep(path, vary, chosen[0], entry, sizes, dtype,

@@ -251,7 +251,12 @@ def browser():
         b.close()
 
 
-def _open(browser, path: str):
+def _open(browser, html: str, tmp_path):
+    """Write the report to a file and load it from its file URL; the problems list collects
+    console errors and warnings, page errors and any request but the page's own."""
+    path = str(tmp_path / "report.html")
+    with open(path, "w") as f:
+        f.write(html)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     problems: list[str] = []
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
@@ -267,9 +272,7 @@ def _open(browser, path: str):
 @needs_dot
 @needs_matplotlib
 def test_report_in_chromium(browser, one_target_html, tmp_path) -> None:
-    path = tmp_path / "report.html"
-    path.write_text(one_target_html)
-    page, problems = _open(browser, str(path))
+    page, problems = _open(browser, one_target_html, tmp_path)
     timeline = page.locator("#timeline-cpu svg").bounding_box()
     graph = page.locator("#graph-cpu svg").bounding_box()
     assert timeline and timeline["width"] > 400 and timeline["height"] > 150
@@ -314,9 +317,7 @@ def test_report_in_chromium(browser, one_target_html, tmp_path) -> None:
 @needs_dot
 @needs_matplotlib
 def test_multi_target_report_tabs_in_chromium(browser, two_target_html, tmp_path) -> None:
-    path = tmp_path / "report.html"
-    path.write_text(two_target_html)
-    page, problems = _open(browser, str(path))
+    page, problems = _open(browser, two_target_html, tmp_path)
     assert page.is_visible("#tab-comparison") and not page.is_visible("#tab-cpu")
     page.click("nav.tabs button[data-tab='tab-gpu-h100']")
     assert page.is_visible("#tab-gpu-h100") and not page.is_visible("#tab-comparison")

@@ -101,9 +101,6 @@ def cluster_id(fusion: str) -> str:
     return f"cluster-{fusion}"
 
 
-_source = location_text  # file:line of an instruction
-
-
 def _op_name(instr: Instruction) -> str:
     return instr.metadata.op_name if instr.metadata else ""
 
@@ -281,7 +278,7 @@ class _Builder:
         op_name = _op_name(instr)
         self.nodes.append(GraphNode(nid, instr.name, kind, instr.opcode, str(instr.shape),
                                     instr.shape.total_logical_bytes, op_name,
-                                    trim_scope(op_name), _source(self.module, instr), cluster,
+                                    trim_scope(op_name), location_text(self.module, instr), cluster,
                                     fusion_kind, detail))
         return nid
 

@@ -295,7 +295,7 @@ class _Parser:
         if headerless:
             # A bare computation or a bare list of instructions, as tests and bug reports
             # paste them: read it as the module XLA would wrap around it.
-            if not self._looks_like_computation() and not self._starts_instruction(self.i):
+            if not self._computation_at(self.i) and not self._starts_instruction(self.i):
                 raise self.error("'HloModule' header (or a computation, or instructions)")
             name, header = "module", tuple[Attribute, ...]()
         else:
@@ -372,21 +372,20 @@ class _Parser:
 
     def _ends_computations(self, i: int) -> bool:
         """Whether only line ends, then the end of the text or a computation, come at ``i``."""
-        kinds, values = self.kinds, self.values
+        kinds = self.kinds
         if kinds[i] != "NL" and kinds[i] != "EOF":
             return False
         while kinds[i] == "NL":
             i += 1
-        return kinds[i] == "EOF" or (kinds[i] == "NAME" and (
-            values[i] == "ENTRY" or values[i + 1] == "(" or kinds[i + 1] == "BRACED"))
+        return kinds[i] == "EOF" or self._computation_at(i)
 
-    def _looks_like_computation(self) -> bool:
-        """``[ENTRY] name (...) -> shape {`` or ``[ENTRY] name {``."""
-        i = self.i
-        if self.values[i] == "ENTRY" and self.kinds[i] == "NAME":
-            return True
-        return self.kinds[i] == "NAME" and self.values[i + 1] in ("(", "{") \
-            or self.kinds[i] == "NAME" and self.kinds[i + 1] == "BRACED"
+    def _computation_at(self, i: int) -> bool:
+        """Whether tokens at ``i`` begin a computation: ``[ENTRY] name (...) -> shape {`` or
+        ``[ENTRY] name {``."""
+        kinds, values = self.kinds, self.values
+        if kinds[i] != "NAME":
+            return False
+        return values[i] == "ENTRY" or values[i + 1] in ("(", "{") or kinds[i + 1] == "BRACED"
 
     def _starts_instruction(self, i: int) -> bool:
         """Whether tokens at ``i`` begin an instruction: ``ROOT``, ``%name =``, or

@@ -3,7 +3,7 @@ the common opcodes, as located errors. A module XLA would refuse gets an error t
 rule, never a report.
 
 Each rule is a small function over one instruction (``_RULES``, by opcode) or over the module
-(``_MODULE_RULES``); the shape rules follow XLA's ShapeInference
+(``_module_rules``); the shape rules follow XLA's ShapeInference
 (xla/service/shape_inference.cc) for the cases they cover and say nothing about the rest.
 Errors point at the instruction's line when the text is given (``verify(module, text)``).
 """
@@ -46,18 +46,10 @@ def _text(s: Shape) -> str:
 
 def _ints(instr: Instruction, key: str) -> Optional[tuple[int, ...]]:
     raw = instr.attribute(key)
-    if raw is None:
-        return None
-    try:
-        return parse_int_list(raw)
-    except ValueError:
-        raise _Problem("attribute", f"{key}={raw} is not a list of integers") from None
+    return None if raw is None else parse_int_list(raw)
 
 
 Rule = Callable[[Computation, Instruction, list[Shape]], None]
-
-_BINARY, _UNARY = BINARY, UNARY
-
 
 def _elementwise(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
     want = _dims(instr.shape)
@@ -215,15 +207,12 @@ def _get_tuple_element(comp: Computation, instr: Instruction, ops: list[Shape]) 
                        f"{_text(instr.shape)}")
 
 
-def _RULE_TABLE() -> dict[str, Rule]:
-    table: dict[str, Rule] = {op: _elementwise for op in _BINARY | _UNARY}
-    table.update({"broadcast": _broadcast, "reshape": _reshape, "transpose": _transpose,
-                  "dot": _dot, "reduce": _reduce, "slice": _slice,
-                  "concatenate": _concatenate, "get-tuple-element": _get_tuple_element})
-    return table
-
-
-_RULES = _RULE_TABLE()
+_RULES: dict[str, Rule] = {
+    **{op: _elementwise for op in BINARY | UNARY},
+    "broadcast": _broadcast, "reshape": _reshape, "transpose": _transpose, "dot": _dot,
+    "reduce": _reduce, "slice": _slice, "concatenate": _concatenate,
+    "get-tuple-element": _get_tuple_element,
+}
 
 
 def _called(module: Module, instr: Instruction, ops: list[Shape]) -> None:
