@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, NoReturn, Optional
+from typing import TYPE_CHECKING, Callable, NoReturn, Optional
 
 import click
 
@@ -264,6 +264,16 @@ def graph(file: str, output: Optional[str], computation: Optional[str],
                f"{len(g.edges):,} edges)", err=True)
 
 
+def _devices_options(f: Callable[..., None]) -> Callable[..., None]:
+    """--devices N and --split SIZE, for the commands that lower a model file."""
+    f = click.option("--split", default="batch", show_default=True, metavar="SIZE",
+                     help="The size that --devices splits.")(f)
+    return click.option("--devices", type=click.IntRange(min=1), default=1, show_default=True,
+                        help="Data parallel over N devices: the batch split N ways, the "
+                             "weights replicated; every figure is one device's "
+                             "(docs/fit.md).")(f)
+
+
 def _targets(spec: str) -> tuple[list[str], dict[str, str]]:
     """``cpu``, a comma list, or ``all`` (every target whose compiler is installed; the others
     are reported as skipped). A named target whose extra is missing is an error."""
@@ -339,12 +349,13 @@ def _list_entries(path: str, sizes: dict[str, object]) -> None:
               help="Write each target's fusion graph and memory timeline as SVG here.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Rows of the top-fusion and live-at-peak tables.")
+@_devices_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: tuple[str, ...],
          list_entries: bool, dtype: Optional[str], no_xla_unfused: bool,
          module_name: Optional[str], backend: Optional[str], save_dir: Optional[str],
          as_json: bool, html_path: Optional[str], svg_dir: Optional[str], top: int,
-         quiet: bool) -> None:
+         devices: int, split: str, quiet: bool) -> None:
     """Before vs after XLA optimization: fusions and memory with and without fusion, beside
     XLA's own figures. PATHS is a model file (MODEL.py defining hloscope_entries), two HLO
     files (PRE POST), an --xla_dump_to directory, or a directory written by --save."""
@@ -394,7 +405,8 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
                 # model file's JAX must not claim an accelerator plugin installed beside it.
                 os.environ.setdefault("JAX_PLATFORMS", "cpu")
                 entry_name, programs = pipeline.lower_model(
-                    path, targets, entry, sizes, dtype, not no_xla_unfused, progress.stage)
+                    path, targets, entry, sizes, dtype, not no_xla_unfused, progress.stage,
+                    devices, split)
             else:
                 fail("expected one model file or directory, or two HLO files (PRE POST)")
             rep = pipeline.diff_programs(programs, model, entry_name, sizes, dtype, skipped,
@@ -434,11 +446,12 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
 @click.option("--min", "lo", type=click.IntRange(min=1), default=1, show_default=True,
               help="The smallest value to try.")
 @click.option("--max", "hi", type=click.IntRange(min=1), help="The largest value to try.")
+@_devices_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str],
         sets: tuple[str, ...], dtype: Optional[str], lo: int, hi: Optional[int],
-        as_json: bool, quiet: bool) -> None:
+        devices: int, split: str, as_json: bool, quiet: bool) -> None:
     """The largest value of one size (batch, seq, ...) whose program fits a memory budget:
     parameters + outputs + packed temporaries, as compiled (fused), with fusion undone
     (unfused) and op by op (eager). Each value is one deviceless compile, cached."""
@@ -458,7 +471,7 @@ def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         with Progress(enabled=not quiet) as progress:
             result = fitting.fit(path, vary, budget, chosen[0], entry, sizes, dtype, lo, hi,
-                                 on_stage=progress.stage)
+                                 on_stage=progress.stage, devices=devices, split=split)
     except (ModelFileError, CompileError, MissingCompilerError) as e:
         fail(str(e))
     except HloParseError as e:
@@ -483,11 +496,12 @@ def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str
 @click.option("--dtype", type=click.Choice(["bf16", "f16", "f32"]))
 @click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
               help="Also plot the bytes against the first varied size (needs matplotlib).")
+@_devices_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def sweep(path: str, varies: tuple[str, ...], target: str, entry: Optional[str],
-          sets: tuple[str, ...], dtype: Optional[str], svg_path: Optional[str], as_json: bool,
-          quiet: bool) -> None:
+          sets: tuple[str, ...], dtype: Optional[str], svg_path: Optional[str], devices: int,
+          split: str, as_json: bool, quiet: bool) -> None:
     """Bytes of the program (parameters + outputs + packed temp) fused, unfused and eager at
     each combination of sizes: how each grows with batch or sequence length."""
     from hloscope import fit as fitting
@@ -506,7 +520,7 @@ def sweep(path: str, varies: tuple[str, ...], target: str, entry: Optional[str],
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         with Progress(enabled=not quiet) as progress:
             result = fitting.sweep(path, vary, chosen[0], entry, sizes, dtype,
-                                   on_stage=progress.stage)
+                                   on_stage=progress.stage, devices=devices, split=split)
     except (ModelFileError, CompileError, MissingCompilerError) as e:
         fail(str(e))
     except HloParseError as e:

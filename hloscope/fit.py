@@ -93,6 +93,8 @@ class FitResult:
     compiles: int  # how many of them were compiled now (the rest came from the cache)
     capped: bool = False  # the search stopped at --max before the fused program overflowed
     notes: tuple[str, ...] = field(default=())
+    devices: int = 1  # > 1: one device's bytes of the data-parallel program
+    step: int = 1  # the values tried are multiples of this (the devices, varying their split)
 
 
 Evaluate = Callable[[int], tuple[Point, bool]]  # value → (its point, whether it compiled)
@@ -181,10 +183,12 @@ def file_digest(path: str) -> str:
 
 
 def cache_key(digest: str, entry: Optional[str], sizes: dict[str, Any], target: str,
-              dtype: Optional[str]) -> str:
+              dtype: Optional[str], devices: int = 1, split: str = "batch") -> str:
     from hloscope import __version__
-    blob = json.dumps([digest, entry, sorted(sizes.items()), target, dtype, __version__],
-                      default=str)
+    parts: list[Any] = [digest, entry, sorted(sizes.items()), target, dtype, __version__]
+    if devices > 1:
+        parts += [devices, split]
+    blob = json.dumps(parts, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -195,21 +199,24 @@ def default_cache_dir() -> str:
 
 def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: Optional[str],
             dtype: Optional[str], cache: str,
-            on_stage: Callable[[str, str], None] = lambda t, s: None
-            ) -> tuple[dict[str, int], str, bool]:
+            on_stage: Callable[[str, str], None] = lambda t, s: None, devices: int = 1,
+            split: str = "batch") -> tuple[dict[str, int], str, bool]:
     """Each way's bytes (parameters + outputs + packed temp) for one set of sizes, from the
     cache or by compiling now; also the entry's name and whether it compiled. ``digest`` is
-    the model file's ``file_digest``."""
+    the model file's ``file_digest``. With ``devices`` > 1 the bytes are one device's of the
+    data-parallel program (``frontends.parallel``)."""
     from hloscope import pipeline
     from hloscope.analysis.memory import memory_report
-    key_path = os.path.join(cache, cache_key(digest, entry, sizes, target, dtype) + ".json")
+    key_path = os.path.join(cache, cache_key(digest, entry, sizes, target, dtype, devices,
+                                             split) + ".json")
     if os.path.exists(key_path):
         with open(key_path) as f:
             saved = json.load(f)
         return {w: int(saved[w]) for w in WAYS}, saved.get("entry", entry or ""), False
     on_stage(target, "compiling with " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
     entry_name, programs = pipeline.lower_model(path, [target], entry, sizes, dtype,
-                                                xla_unfused=False)
+                                                xla_unfused=False, devices=devices,
+                                                split=split)
     # Only the memory figures: not the rest of diff's report (fusion clusters, pre → post).
     pre, post = pipeline.modules_of(programs[0])
     m = memory_report(post, programs[0].backend, pre)
@@ -241,12 +248,14 @@ class SweepResult:
     vary: tuple[str, ...]
     rows: tuple[SweepRow, ...]
     compiles: int
+    devices: int = 1  # > 1: one device's bytes of the data-parallel program
 
 
 def sweep(path: str, vary: dict[str, list[Any]], target: str = "cpu",
           entry: Optional[str] = None, sizes: Optional[dict[str, Any]] = None,
           dtype: Optional[str] = None, cache_dir: Optional[str] = None,
-          on_stage: Callable[[str, str], None] = lambda t, s: None) -> SweepResult:
+          on_stage: Callable[[str, str], None] = lambda t, s: None, devices: int = 1,
+          split: str = "batch") -> SweepResult:
     """Each way's bytes at every combination of the varied sizes (the first varies slowest)."""
     import itertools
     cache = cache_dir if cache_dir is not None else default_cache_dir()
@@ -256,36 +265,50 @@ def sweep(path: str, vary: dict[str, list[Any]], target: str = "cpu",
     for combo in itertools.product(*(vary[n] for n in names)):
         values = {**(sizes or {}), **dict(zip(names, combo))}
         totals, entry_name, compiled = measure(path, digest, values, target, entry, dtype,
-                                               cache, on_stage)
+                                               cache, on_stage, devices, split)
         compiles += compiled
         rows.append(SweepRow(dict(zip(names, combo)), totals["fused"], totals["unfused"],
                              totals["eager"]))
     return SweepResult("hloscope.sweep/1", path, entry_name, target, tuple(names), tuple(rows),
-                       compiles)
+                       compiles, devices)
 
 
 def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[str] = None,
         sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None, lo: int = 1,
         hi: Optional[int] = None, cache_dir: Optional[str] = None,
-        on_stage: Callable[[str, str], None] = lambda t, s: None) -> FitResult:
-    """Fit ``vary`` of the model file at ``path`` into ``budget`` bytes on ``target``."""
+        on_stage: Callable[[str, str], None] = lambda t, s: None, devices: int = 1,
+        split: str = "batch") -> FitResult:
+    """Fit ``vary`` of the model file at ``path`` into ``budget`` bytes on ``target``, each
+    device's share when ``devices`` > 1. Varying the size that the devices split (``split``),
+    only its multiples of ``devices`` are tried, and ``lo``, ``hi`` and the answer are global
+    (a batch of 256 over 128 devices is 2 per device)."""
     base = dict(sizes or {})
     cache = cache_dir if cache_dir is not None else default_cache_dir()
     entry_name = entry or ""
     digest = file_digest(path)
 
-    def evaluate(v: int) -> tuple[Point, bool]:
+    # The search runs over k, the value tried being k * step: the split size steps by devices.
+    step = devices if devices > 1 and vary == split else 1
+
+    def evaluate(k: int) -> tuple[Point, bool]:
         nonlocal entry_name
+        v = k * step
         totals, entry_name, compiled = measure(path, digest, {**base, vary: v}, target, entry,
-                                               dtype, cache, on_stage)
+                                               dtype, cache, on_stage, devices, split)
         return Point(v, totals["fused"], totals["unfused"], totals["eager"]), compiled
 
-    best, points, compiles, capped = search(evaluate, budget, lo, hi)
+    k_lo = -(-lo // step)
+    k_hi = hi // step if hi is not None else None
+    if k_hi is not None and k_hi < k_lo:
+        raise BudgetError(f"no multiple of {step} (the devices) lies in [{lo}, {hi}]")
+    found, by_k, compiles, capped = search(evaluate, budget, k_lo, k_hi)
+    best = {w: k * step for w, k in found.items()}
+    points = {p.value: p for p in by_k.values()}
     notes = []
     if capped:
         notes.append(f"the fused program still fits at {vary}={hi}, the --max given")
     return FitResult(
         "hloscope.fit/1", path, entry_name, target, vary, budget, base, best,
         {w: points.get(best[w]) for w in WAYS},
-        {w: points.get(best[w] + 1) if best[w] else points.get(lo) for w in WAYS},
-        tuple(points[v] for v in sorted(points)), compiles, capped, tuple(notes))
+        {w: points.get(best[w] + step) if best[w] else points.get(k_lo * step) for w in WAYS},
+        tuple(points[v] for v in sorted(points)), compiles, capped, tuple(notes), devices, step)

@@ -36,6 +36,8 @@ class Program:
     xla: dict[str, int] = field(default_factory=dict)
     xla_unfused: dict[str, int] = field(default_factory=dict)
     post_unfused: Optional[str] = None
+    # How it was split over devices (frontends.parallel.Parallel as a dict): --devices N.
+    parallel: Optional[dict[str, Any]] = None
 
 
 Modules = dict[str, tuple[Module, Module]]  # target → (pre, post), kept for pictures
@@ -63,20 +65,24 @@ def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) 
     if modules is not None:
         modules[program.target] = (pre, post)
     return target_report(pre, post, program.target, program.backend, program.xla or None,
-                         program.xla_unfused or None, program.framework, top)
+                         program.xla_unfused or None, program.framework, top,
+                         program.parallel)
 
 
 def _program(lowered: Any, model: str, backend: Optional[str]) -> Program:
     return Program(lowered.target, lowered.pre, lowered.post, f"{model} [{lowered.target} pre]",
                    f"{model} [{lowered.target} post]", backend, lowered.framework,
-                   dict(lowered.memory), dict(lowered.memory_unfused), lowered.post_unfused)
+                   dict(lowered.memory), dict(lowered.memory_unfused), lowered.post_unfused,
+                   lowered.parallel)
 
 
 def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
                 sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None,
-                xla_unfused: bool = True, on_stage: Stage = _quiet) -> tuple[str, list[Program]]:
+                xla_unfused: bool = True, on_stage: Stage = _quiet, devices: int = 1,
+                split: str = "batch") -> tuple[str, list[Program]]:
     """Lower a model file's entry for each target: cpu in this process, every other target
-    in a worker process of its own. Returns the entry's name and one Program per target."""
+    (and every target with ``devices`` > 1: data parallel over the size ``split``) in a worker
+    process of its own. Returns the entry's name and one Program per target."""
     from hloscope.frontends.loader import load_model_file
     from hloscope.frontends.targets import get_target
     from hloscope.frontends.worker import lower_entry, lower_in_worker
@@ -86,14 +92,15 @@ def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
     chosen = model.entry(entry, sizes)
     programs = []
     for t in ts:
-        if t.platform == "cpu":
+        if t.platform == "cpu" and devices == 1:
             on_stage(t.name, "lowering and compiling" + (" (and without fusion)"
                                                          if xla_unfused else ""))
             lowered = lower_entry(chosen, t, path, dtype, xla_unfused)
         else:
-            on_stage(t.name, "lowering and compiling in a worker process")
+            on_stage(t.name, "lowering and compiling in a worker process"
+                     + (f" for {devices} devices" if devices > 1 else ""))
             lowered = lower_in_worker(path, chosen.name, dict(sizes or {}), t, dtype,
-                                      xla_unfused)
+                                      xla_unfused, devices, split)
         programs.append(_program(lowered, path, t.backend))
     return chosen.name, programs
 
@@ -197,7 +204,7 @@ def save_programs(directory: str, programs: Sequence[Program], rep: Report) -> l
         if p.post_unfused is not None:
             files["post.nofusion.hlo"] = p.post_unfused
         meta = {"target": p.target, "backend": p.backend, "framework": p.framework,
-                "xla": p.xla, "xla_unfused": p.xla_unfused}
+                "xla": p.xla, "xla_unfused": p.xla_unfused, "parallel": p.parallel}
         files[SAVED_TARGET] = json.dumps(meta, indent=2, sort_keys=True) + "\n"
         for name, text in files.items():
             path = os.path.join(d, name)
@@ -223,7 +230,7 @@ def saved_programs(directory: str) -> Optional[tuple[list[Program], dict[str, An
         pre, post = os.path.join(d, "pre.hlo"), os.path.join(d, "post.hlo")
         return Program(meta["target"], read_text(pre), read_text(post), pre, post,
                        meta.get("backend"), meta.get("framework", ""), meta.get("xla") or {},
-                       meta.get("xla_unfused") or {})
+                       meta.get("xla_unfused") or {}, parallel=meta.get("parallel"))
 
     single = one(directory)
     if single is not None:

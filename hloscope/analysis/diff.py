@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional
 from hloscope.analysis.fusion import FusionCluster, fusion_report
 from hloscope.analysis.liveness import LiveValue, MemoryFigures, Timeline
 from hloscope.analysis.memory import memory_report
-from hloscope.analysis.summary import summarize
+from hloscope.analysis.summary import CollectiveCount, collectives, summarize
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Module
 
@@ -106,6 +106,21 @@ class Ratios:
 
 
 @dataclass(frozen=True, slots=True)
+class ParallelInfo:
+    """``--devices N``: every figure of the report is one device's. ``mode`` "spmd": XLA
+    partitioned the N-device program (the collectives are in it); "per-device": it could not
+    here (``reason``), and this is one device's share of the batch lowered alone."""
+
+    devices: int
+    size: str
+    global_value: int
+    per_device: int
+    mode: str
+    reason: str = ""
+    topology: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TargetReport:
     target: str
     backend: str
@@ -124,6 +139,8 @@ class TargetReport:
     notes: tuple[str, ...] = ()  # what the figures do not model here, in words
     timelines: tuple[Timeline, ...] = ()  # fused, unfused, eager (for the pictures)
     unfused_live_at_peak: tuple[LiveValue, ...] = ()  # at the unfused peak, largest first
+    parallel: Optional[ParallelInfo] = None  # --devices N: the figures are per device
+    collectives: tuple[CollectiveCount, ...] = ()  # all-reduce and friends, by bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +196,8 @@ def _fusion_row(c: FusionCluster, eliminated: Mapping[str, tuple[int, int]]) -> 
 def target_report(pre: Module, post: Module, target: str, backend: Optional[str] = None,
                   xla: Optional[Mapping[str, int]] = None,
                   xla_unfused: Optional[Mapping[str, int]] = None, framework: str = "",
-                  top: int = 10) -> TargetReport:
+                  top: int = 10,
+                  parallel: Optional[Mapping[str, Any]] = None) -> TargetReport:
     """Everything ``hloscope diff`` shows for one target, from the two modules and XLA's
     figures (either may be absent: an HLO file pair has none)."""
     mem = memory_report(post, backend, pre)
@@ -198,6 +216,11 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
     elif mem.backend == "tpu":
         notes.append("XLA:TPU's memory_analysis() also counts compiler scratch, which the "
                      "module text does not show: fused temp comes out a few percent below it")
+    par = ParallelInfo(**parallel) if parallel else None
+    if par is not None and par.mode == "per-device":
+        notes.append(f"XLA did not partition the {par.devices}-device program here "
+                     f"({par.reason}); these are one device's figures at {par.size}="
+                     f"{par.per_device}, without the gradient all-reduce buffers")
     assert mem.eager is not None and fus.pre_post is not None
     p = fus.pre_post
     return TargetReport(
@@ -213,7 +236,8 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
         top_fusions=top_rows, live_at_peak=mem.fused.live_at_peak, fusions=rows,
         memory_saved_bytes=mem.unfused.temp_packed_bytes - mem.fused.temp_packed_bytes,
         notes=tuple(notes), timelines=mem.timelines,
-        unfused_live_at_peak=mem.unfused.live_at_peak[:top])
+        unfused_live_at_peak=mem.unfused.live_at_peak[:top], parallel=par,
+        collectives=collectives(post))
 
 
 def report(targets: tuple[TargetReport, ...], model: str, entry: str = "",

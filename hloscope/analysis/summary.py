@@ -94,3 +94,36 @@ def summarize(module: Module) -> ModuleSummary:
         output_padded_bytes=root.total_padded_bytes,
     )
 
+
+
+# Cross-device communication: each moves (and needs a buffer for) its result on every device.
+COLLECTIVE_OPCODES = frozenset({"all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                                "collective-permute", "collective-broadcast",
+                                "ragged-all-to-all"})
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveCount:
+    opcode: str
+    count: int
+    bytes: int  # the results' bytes (padded to the layout's tiles), summed
+
+
+def collectives(module: Module) -> tuple[CollectiveCount, ...]:
+    """The collectives outside fused computations, by opcode: an async pair (``all-reduce-
+    start`` / ``-done``) counts once, by its ``-done``'s result. Largest bytes first."""
+    roles = computation_roles(module)
+    found: dict[str, list[int]] = {}
+    for comp in module.computations:
+        if roles[comp.name] in ("fused", "unused"):
+            continue
+        for instr in comp.instructions:
+            op = instr.opcode[:-len("-done")] if instr.opcode.endswith("-done") else \
+                instr.opcode
+            if op not in COLLECTIVE_OPCODES:
+                continue
+            row = found.setdefault(op, [0, 0])
+            row[0] += 1
+            row[1] += sum(leaf.padded_bytes for leaf in instr.shape.leaves())
+    return tuple(CollectiveCount(op, n, b) for op, (n, b) in
+                 sorted(found.items(), key=lambda kv: (-kv[1][1], kv[0])))

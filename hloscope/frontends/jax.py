@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from hloscope.frontends.targets import Target, get_target
 
@@ -26,6 +26,8 @@ class Lowered:
     post_unfused: Optional[str] = None
     memory_unfused: dict[str, int] = field(default_factory=dict)
     framework: str = "jax"
+    # How the program was split over devices (frontends.parallel.Parallel.as_dict()), if it was.
+    parallel: Optional[dict[str, Any]] = None
 
 
 class CompileError(RuntimeError):
@@ -58,44 +60,59 @@ def _prepare_environment(target: Target) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
 
 
-def device_for(target: Target) -> Any:
-    """A JAX device to compile for: the local CPU, or a deviceless TPU/GPU topology's first."""
+def devices_for(target: Target, count: int, topology: Optional[str] = None) -> list[Any]:
+    """``count`` JAX devices to compile for: the local CPUs (more than one only under
+    ``--xla_force_host_platform_device_count``), or a deviceless TPU topology's (``topology``,
+    else the target's own) or GPU topology's first ``count``."""
     _prepare_environment(target)
     import jax
     if target.platform == "cpu":
-        return jax.devices("cpu")[0]
-    from jax.experimental import topologies
-    try:
-        if target.platform == "tpu":
-            assert target.topology is not None
-            topo = topologies.get_topology_desc(topology_name=target.topology, platform="tpu")
-        else:
-            assert target.target_config is not None
-            with open(target.target_config) as f:
-                config = f.read()
-            topo = topologies.get_topology_desc(platform="cuda", target_config=config,
-                                                topology="1x1x1")
-    except Exception as e:  # a missing or busy plugin shows up as many different errors
-        import importlib.util
-        hint = "" if importlib.util.find_spec(target.plugin) else \
-            f"; install it with: pip install -e '.[{target.extra}]'"
-        reason = str(e).splitlines()[0] if str(e) else repr(e)
-        raise MissingCompilerError(f"cannot compile for {target.name}: {reason}{hint}") from e
-    return topo.devices[0]
+        found = jax.devices("cpu")
+    else:
+        from jax.experimental import topologies
+        try:
+            if target.platform == "tpu":
+                assert target.topology is not None
+                topo = topologies.get_topology_desc(topology_name=topology or target.topology,
+                                                    platform="tpu")
+            else:
+                assert target.target_config is not None
+                with open(target.target_config) as f:
+                    config = f.read()
+                topo = topologies.get_topology_desc(platform="cuda", target_config=config,
+                                                    topology="1x1x1")
+        except Exception as e:  # a missing or busy plugin shows up as many different errors
+            import importlib.util
+            hint = "" if importlib.util.find_spec(target.plugin) else \
+                f"; install it with: pip install -e '.[{target.extra}]'"
+            reason = str(e).splitlines()[0] if str(e) else repr(e)
+            raise MissingCompilerError(f"cannot compile for {target.name}: {reason}{hint}") \
+                from e
+        found = list(topo.devices)
+    if len(found) < count:
+        raise MissingCompilerError(f"{target.name} offers {len(found)} device(s) here, not "
+                                   f"{count}")
+    return list(found[:count])
 
 
 def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = "cpu",
           static_argnums: tuple[int, ...] = (), *, dtype: Optional[str] = None,
-          xla_unfused: bool = False) -> Lowered:
+          xla_unfused: bool = False, devices: int = 1,
+          batch_axes: Optional[Sequence[Optional[int]]] = None,
+          topology: Optional[str] = None,
+          pre_args: Optional[tuple[Any, ...]] = None) -> Lowered:
     """Lower and compile ``fn(*args)`` for ``target``; arguments may be arrays or
     ``jax.ShapeDtypeStruct``s (only shapes and dtypes matter, nothing is allocated).
 
     ``dtype`` ("bf16", "f16", "f32") casts the floating-point arguments. ``xla_unfused`` also
     compiles with XLA's fusion passes off (a per-compile option, so no fresh process is
-    needed). Errors while tracing ``fn`` propagate as raised; XLA's refusals become
-    ``CompileError``."""
+    needed). ``devices`` > 1 splits each argument leaf along its ``batch_axes`` entry (None:
+    replicated) over a one-axis mesh of that many devices (``frontends.parallel``); the text
+    before optimization is then the unpartitioned program of all devices, so ``pre_args``
+    (one device's share of the arguments) gives the ``pre`` of one device instead. Errors
+    while tracing ``fn`` propagate as raised; XLA's refusals become ``CompileError``."""
     t = get_target(target) if isinstance(target, str) else target
-    device = device_for(t)
+    found = devices_for(t, devices, topology)
     import jax
     from jax.sharding import SingleDeviceSharding
 
@@ -108,10 +125,22 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
         return jax.ShapeDtypeStruct(a.shape, dt)  # type: ignore[no-untyped-call]
 
     specs = jax.tree.map(spec, args)
-    sharding = SingleDeviceSharding(device)
+    sharding: Any = SingleDeviceSharding(found[0])
+    if devices > 1:
+        import numpy as np
+        from jax.sharding import Mesh
+
+        from hloscope.frontends.parallel import MESH_AXIS, shardings
+        assert batch_axes is not None
+        sharding = shardings(Mesh(np.array(found), (MESH_AXIS,)), specs, batch_axes)
     jitted = jax.jit(fn, in_shardings=sharding, static_argnums=static_argnums)
     lowered = jitted.lower(*specs)
     pre = lowered.as_text(dialect="hlo", debug_info=True)
+    if pre_args is not None:
+        alone = jax.jit(fn, in_shardings=SingleDeviceSharding(found[0]),
+                        static_argnums=static_argnums)
+        pre = alone.lower(*jax.tree.map(spec, pre_args)).as_text(dialect="hlo",
+                                                                  debug_info=True)
     try:
         compiled = lowered.compile()
         unfused = lowered.compile(compiler_options={

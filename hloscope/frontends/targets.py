@@ -1,7 +1,7 @@
 """Compilation targets: the local CPU (default), and TPU and GPU targets compiled without the
 hardware (deviceless AOT through libtpu and the CUDA plugin).
 
-A Target is plain data; ``device_for()`` in hloscope.frontends.jax turns it into a JAX device.
+A Target is plain data; ``devices_for()`` in hloscope.frontends.jax turns it into JAX devices.
 """
 
 from __future__ import annotations

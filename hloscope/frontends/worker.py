@@ -47,8 +47,14 @@ def lower_entry(entry: Entry, target: Target, path: str, dtype: Optional[str] = 
             from None
 
 
-def worker_environment(target: Target) -> dict[str, str]:
+def worker_environment(target: Target, devices: int = 1) -> dict[str, str]:
     env = dict(os.environ)
+    if target.platform == "cpu" and devices > 1:
+        # XLA:CPU shows this many host devices to the process (read when JAX starts).
+        flags = [f for f in env.get("XLA_FLAGS", "").split()
+                 if not f.startswith("--xla_force_host_platform_device_count")]
+        env["XLA_FLAGS"] = " ".join(flags + [f"--xla_force_host_platform_device_count="
+                                             f"{devices}"])
     if target.platform == "cuda":
         env.update(JAX_SKIP_CUDA_CONSTRAINTS_CHECK="1", CUDA_VISIBLE_DEVICES="-1")
     if target.platform == "tpu":
@@ -58,16 +64,20 @@ def worker_environment(target: Target) -> dict[str, str]:
 
 
 def lower_in_worker(path: str, entry: Optional[str], sizes: dict[str, Any], target: Target,
-                    dtype: Optional[str] = None, xla_unfused: bool = True) -> Lowered:
-    """Run the worker for one target and return what it lowered; raise its error here."""
+                    dtype: Optional[str] = None, xla_unfused: bool = True, devices: int = 1,
+                    split: str = "batch") -> Lowered:
+    """Run the worker for one target and return what it lowered; raise its error here.
+    ``devices`` > 1 lowers the data-parallel program split over ``split``
+    (``frontends.parallel``); the Lowered's ``parallel`` says how it went."""
     with tempfile.TemporaryDirectory(prefix="hloscope-worker-") as tmp:
         request = os.path.join(tmp, "request.json")
         result = os.path.join(tmp, "result.json")
         with open(request, "w") as f:
             json.dump({"path": os.path.abspath(path), "entry": entry, "sizes": sizes,
-                       "target": target.name, "dtype": dtype, "xla_unfused": xla_unfused}, f)
+                       "target": target.name, "dtype": dtype, "xla_unfused": xla_unfused,
+                       "devices": devices, "split": split}, f)
         proc = subprocess.run([sys.executable, "-m", "hloscope.frontends.worker", request,
-                               result], env=worker_environment(target), stdin=subprocess.DEVNULL,
+                               result], env=worker_environment(target, devices), stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if not os.path.exists(result):
             tail = "\n  ".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
@@ -88,8 +98,23 @@ def _serve(request_path: str, result_path: str) -> int:
     try:
         model = load_model_file(req["path"])
         entry = model.entry(req["entry"], req["sizes"])
-        lowered = lower_entry(entry, get_target(req["target"]), req["path"], req["dtype"],
-                              req["xla_unfused"])
+        target = get_target(req["target"])
+        if req.get("devices", 1) > 1:
+            from dataclasses import replace
+
+            from hloscope.frontends.parallel import lower_data_parallel
+            try:
+                lowered, how = lower_data_parallel(model, entry.name, req["sizes"], target,
+                                                   req["devices"], req["split"], req["dtype"],
+                                                   req["xla_unfused"])
+            except (ModelFileError, CompileError, MissingCompilerError):
+                raise
+            except Exception as e:  # the user's function raising while it is traced
+                raise ModelFileError(user_traceback(e, req["path"], f"tracing entry "
+                                                    f"'{entry.name}' raised")) from None
+            lowered = replace(lowered, parallel=how.as_dict())
+        else:
+            lowered = lower_entry(entry, target, req["path"], req["dtype"], req["xla_unfused"])
         out = {"lowered": asdict(lowered)}
     except tuple(_ERRORS.values()) as e:
         kind = next(k for k, cls in _ERRORS.items() if isinstance(e, cls))

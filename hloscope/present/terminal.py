@@ -157,6 +157,23 @@ def _sizes(sizes: dict[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sizes.items())
 
 
+def parallel_lines(t: TargetReport) -> list[str]:
+    """What --devices did, and the collectives the program holds."""
+    lines = []
+    par = t.parallel
+    if par is not None:
+        how = (f"XLA's SPMD partitioner split {par.size}={par.global_value}"
+               + (f" (topology {par.topology})" if par.topology else "")
+               if par.mode == "spmd" else f"lowered alone at {par.size}={par.per_device}")
+        lines.append(f"  per device, 1 of {par.devices} (data parallel: {par.per_device} of "
+                     f"{par.size}={par.global_value} each; {how})")
+    if t.collectives:
+        lines.append("  collectives: " + ", ".join(f"{c.opcode} x{c.count} "
+                                                   f"({human_bytes(c.bytes)})"
+                                                   for c in t.collectives))
+    return lines
+
+
 def render_target(t: TargetReport, top: int = 10) -> list[str]:
     pre, post = t.pre, t.post
     kinds = ", ".join(f"{k} {n}" for k, n in post.fusions_by_kind.items())
@@ -168,7 +185,9 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
              f"{post.fusions:,}"
              + (f" ({kinds})" if kinds else ""),
              f"  pre-optimization ops: {pp.materialized:,} materialized, {pp.fused:,} fused, "
-             f"{pp.gone:,} gone (classified by metadata: {pp.coverage:.1%})", ""]
+             f"{pp.gone:,} gone (classified by metadata: {pp.coverage:.1%})"]
+    lines += parallel_lines(t)
+    lines.append("")
     lines += table(memory_rows(t))
     r = t.ratios
     if r.fused_vs_xla_temp is not None or r.unfused_vs_xla_unfused_temp is not None:
@@ -236,11 +255,13 @@ def render_fit(r: "FitResult", budget_text: str = "") -> str:
     from hloscope.fit import WAYS
     sizes = f"  ({_sizes(r.sizes)})" if r.sizes else ""
     name = f" ({budget_text})" if budget_text and not budget_text[0].isdigit() else ""
+    per = f" per device, data parallel over {r.devices}" if r.devices > 1 else ""
     lines = [f"hloscope fit {r.model}  entry {r.entry}  target {r.target}{sizes}",
-             f"budget {human_bytes(r.budget_bytes)}{name}: parameters + outputs + packed temp",
-             ""]
+             f"budget {human_bytes(r.budget_bytes)}{name}{per}: parameters + outputs + "
+             "packed temp", ""]
+    step = r.step
     rows: list[tuple[str, ...]] = [("", f"largest {r.vary}", "bytes there",
-                                    f"bytes at {r.vary}+1")]
+                                    f"bytes at {r.vary}+{step}")]
     labels = {"fused": "fused (as compiled)", "unfused": "unfused (fusions expanded)",
               "eager": "eager (op by op)"}
     for way in WAYS:
@@ -259,8 +280,9 @@ def render_fit(r: "FitResult", budget_text: str = "") -> str:
 
 def render_sweep(r: "SweepResult") -> str:
     """Bytes at each combination of sizes, with each way's growth over the first row."""
+    per = f" (per device, data parallel over {r.devices})" if r.devices > 1 else ""
     lines = [f"hloscope sweep {r.model}  entry {r.entry}  target {r.target}",
-             "bytes: parameters + outputs + packed temp", ""]
+             f"bytes{per}: parameters + outputs + packed temp", ""]
     rows: list[tuple[str, ...]] = [tuple(r.vary) + ("fused", "unfused", "eager",
                                                     "unfused / fused")]
     for row in r.rows:
