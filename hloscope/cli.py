@@ -191,6 +191,33 @@ def memory(file: str, pre_file: Optional[str], backend: Optional[str], as_json: 
         click.echo("\n" + text_chart(report.timelines), nl=False)
 
 
+@main.command()
+@click.argument("file", type=click.Path(allow_dash=True, dir_okay=False))
+@click.option("--backend", type=click.Choice(["cpu", "gpu", "tpu", "tpu-v4"]),
+              help="Buffer sizes as this backend assigns them (default: read from the module).")
+@click.option("--by", type=click.Choice(["source", "scope"]), default="source",
+              show_default=True, help="Group by source line or by op_name scope (layer).")
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def saved(file: str, backend: Optional[str], by: str, top: int, as_json: bool) -> None:
+    """Activations saved for the backward pass of a training step's HLO: the values its
+    forward part defines and its backward part still needs, by source line or scope."""
+    from hloscope.analysis.activations import saved_for_backward
+    from hloscope.analysis.backends import backend_for
+    from hloscope.analysis.liveness import analyze
+    module = load_module(file)
+    result = saved_for_backward(analyze(module, backend_for(module, backend)))
+    if result is None:
+        fail(f"{file}: no backward pass found (no op_name with transpose(, gradients/ or "
+             "gradient_tape/): is this a training step?")
+    if as_json:
+        from hloscope.present.json import render
+        click.echo(render(result), nl=False)
+        return
+    from hloscope.present.terminal import render_saved
+    click.echo(render_saved(result, top, by), nl=False)
+
+
 def _write_text(path: str, text: str) -> None:
     try:
         with open(path, "w") as f:

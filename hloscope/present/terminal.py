@@ -10,6 +10,7 @@ from hloscope.analysis.memory import MemoryReport
 from hloscope.analysis.summary import ModuleSummary
 
 if TYPE_CHECKING:
+    from hloscope.analysis.activations import SavedActivations
     from hloscope.fit import FitResult, SweepResult
 from hloscope.present.format import (comparison_rows, human_bytes, memory_rows, ratio_text,
                                       table)
@@ -293,3 +294,28 @@ def render_sweep(r: "SweepResult") -> str:
     lines.append("")
     lines.append(f"compiled {r.compiles}, {len(r.rows) - r.compiles} from the cache")
     return "\n".join(lines) + "\n"
+
+
+def render_saved(s: "SavedActivations", top: int = 15, by: str = "source") -> str:
+    """The activations saved for the backward pass, grouped by source line or scope."""
+    lines = [f"module {s.module}: activations saved for the backward pass",
+             f"  {s.count:,} values, {human_bytes(s.bytes)}, live from the forward pass across "
+             f"step {s.boundary_step} ({s.boundary_instruction}, the first backward op)", ""]
+    groups = s.by_source if by == "source" else s.by_scope
+    head = ("source line", "values", "bytes", "code") if by == "source" else \
+        ("scope", "values", "bytes")
+    rows: list[tuple[str, ...]] = [head]
+    for g in groups[:top]:
+        row = (_short_source(g.key) if by == "source" else g.key, str(g.count),
+               human_bytes(g.bytes))
+        rows.append(row + ((g.code[:60],) if by == "source" else ()))
+    lines += table(rows)
+    if len(groups) > top:
+        lines.append(f"  ... {len(groups) - top} more")
+    return "\n".join(lines) + "\n"
+
+
+def _short_source(key: str) -> str:
+    import os
+    path, sep, line = key.rpartition(":")
+    return f"{os.path.basename(path)}{sep}{line}" if sep else key

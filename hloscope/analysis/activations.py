@@ -1,0 +1,118 @@
+"""Activations saved for the backward pass: the values a training step's forward part computes
+and its backward part still needs, so they stay in device memory from one to the other.
+
+The boundary is the first instruction in the schedule whose ``op_name`` names the backward
+pass (JAX traces a gradient as ``transpose(jvp(...))``; TensorFlow's gradient ops sit under
+``gradients/`` or ``gradient_tape/``). A value saved for the backward pass is a temporary
+(not an entry parameter, not a constant) defined before the boundary and live after it. The
+live ranges are the memory model's (docs/memory-model.md), so the same program gives the same
+values as ``hloscope memory`` counts; this is what Korthikanti et al. 2022 call activation
+memory, measured instead of estimated.
+"""
+
+from __future__ import annotations
+
+import linecache
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Optional
+
+from hloscope.analysis.liveness import Analysis, Value
+
+BACKWARD_MARKERS = ("transpose(", "gradients/", "gradient_tape/")
+
+
+@dataclass(frozen=True, slots=True)
+class SavedGroup:
+    key: str  # a source line (file:line) or an op_name scope
+    count: int
+    bytes: int
+    code: str = ""  # the source line's text, where the file can be read
+
+
+@dataclass(frozen=True, slots=True)
+class SavedValue:
+    name: str
+    shape: str
+    bytes: int
+    op_name: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class SavedActivations:
+    schema: str
+    module: str
+    boundary_step: int  # the first backward instruction's step
+    boundary_instruction: str
+    count: int
+    bytes: int
+    by_source: tuple[SavedGroup, ...]  # largest first
+    by_scope: tuple[SavedGroup, ...]
+    values: tuple[SavedValue, ...]  # largest first
+
+
+def source_line(path: str, line: int) -> str:
+    """The text of ``path``'s line, stripped. A path recorded on another machine (a checked-in
+    fixture's ``/home/.../examples/m.py``) is looked up by its trailing components under the
+    current directory (``examples/m.py``); "" where none is found."""
+    import os
+    parts = path.replace("\\", "/").split("/")
+    for i in range(len(parts)):
+        candidate = path if i == 0 else os.path.join(*parts[i:])
+        if candidate and os.path.isfile(candidate):
+            return linecache.getline(candidate, line).strip()
+    return ""
+
+
+def backward_boundary(a: Analysis) -> Optional[int]:
+    """The step of the first instruction of the backward pass, or None (no gradient)."""
+    for step, (_comp, instr) in enumerate(a.schedule):
+        name = instr.metadata.op_name if instr.metadata else ""
+        if name and any(m in name for m in BACKWARD_MARKERS):
+            return step
+    return None
+
+
+def _scope(op_name: str) -> str:
+    """``jit(step)/jvp(layer_3)/dot_general`` → ``jvp(layer_3)``: the scope, not the op."""
+    parts = op_name.split("/")
+    inner = parts[1:-1] if len(parts) > 2 else parts[:-1]
+    return "/".join(inner) or op_name
+
+
+def _groups(values: list[Value], key: str) -> tuple[SavedGroup, ...]:
+    acc: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for v in values:
+        k = (v.source or "(no source)") if key == "source" else _scope(v.op_name)
+        acc[k][0] += 1
+        acc[k][1] += v.size
+    out = []
+    for k, (n, b) in acc.items():
+        code = ""
+        if key == "source" and ":" in k:
+            path, _, line = k.rpartition(":")
+            if line.isdigit():
+                code = source_line(path, int(line))
+        out.append(SavedGroup(k, n, b, code))
+    return tuple(sorted(out, key=lambda g: (-g.bytes, g.key)))
+
+
+def saved_for_backward(a: Analysis) -> Optional[SavedActivations]:
+    """The values live across the forward → backward boundary, or None without one."""
+    boundary = backward_boundary(a)
+    if boundary is None:
+        return None
+    kept = []
+    for v in a.values:
+        if v.is_table or v.start >= boundary or v.end <= boundary:
+            continue
+        instr = a.module.computation(v.computation).instruction(v.instruction)
+        if instr.opcode in ("parameter", "constant"):
+            continue  # the model's inputs and literals, there before the forward pass began
+        kept.append(v)
+    kept.sort(key=lambda v: (-v.size, v.instruction))
+    return SavedActivations(
+        "hloscope.saved/1", a.module.name, boundary, a.schedule[boundary][1].name, len(kept),
+        sum(v.size for v in kept), _groups(kept, "source"), _groups(kept, "scope"),
+        tuple(SavedValue(v.instruction, v.shape, v.size, v.op_name, v.source) for v in kept))
