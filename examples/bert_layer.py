@@ -124,21 +124,25 @@ def hloscope_entries(size: str = "base", batch: int = 1,
 
 
 def stacked_train_step(size: str = "large", layers: int = 24, batch: int = 1,
-                       seq: int = 512) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+                       seq: int = 512,
+                       remat: bool = False) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """A whole BERT encoder stack's Adam training step, with abstract arguments (shapes only):
-    the model of the question hloscope started from (BERT-Large: 24 layers, seq 512)."""
+    the model of the question hloscope started from (BERT-Large: 24 layers, seq 512).
+    ``remat`` wraps each layer in ``jax.checkpoint``: the backward pass recomputes a layer's
+    activations from its input instead of keeping them."""
     cfg = CONFIGS[size]
     heads = cfg["heads"]
     one = jax.eval_shape(lambda: init_params(jax.random.PRNGKey(0), cfg["hidden"], heads,
                                              cfg["intermediate"]))
     params = [one] * layers
+    layer = jax.checkpoint(encoder_layer, static_argnums=(3,)) if remat else encoder_layer
 
     def stack_loss(ps: list[dict[str, jax.Array]], x: jax.Array, mask: jax.Array) -> jax.Array:
         for i, p in enumerate(ps):
             # Each layer's ops carry its scope in their op_name ("jvp()/layer_3/dot_general"),
             # so `hloscope graph --scope layer_3/` draws one layer of the stack.
             with jax.named_scope(f"layer_{i}"):
-                x = encoder_layer(p, x, mask, heads)
+                x = layer(p, x, mask, heads)
         return jnp.mean(jnp.square(x))
 
     def train_step(ps: Any, m: Any, v: Any, step: jax.Array, x: jax.Array,

@@ -10,6 +10,8 @@ from typing import Any, Callable
 from bert_layer import stacked_train_step
 
 
-def hloscope_entries(size: str = "base", layers: int = 2, batch: int = 1,
-                     seq: int = 128) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
-    return {"train_step": stacked_train_step(size, layers, batch, seq)}
+def hloscope_entries(size: str = "base", layers: int = 2, batch: int = 1, seq: int = 128,
+                     remat: bool = False
+                     ) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """``--set remat=true``: each layer under ``jax.checkpoint`` (recomputed, not saved)."""
+    return {"train_step": stacked_train_step(size, layers, batch, seq, remat)}

@@ -1,10 +1,10 @@
 """Activations saved for the backward pass: the values a training step's forward part computes
 and its backward part still needs, so they stay in device memory from one to the other.
 
-The boundary is the first instruction in the schedule whose ``op_name`` names the backward
-pass (JAX traces a gradient as ``transpose(jvp(...))``; TensorFlow's gradient ops sit under
-``gradients/`` or ``gradient_tape/``). A value saved for the backward pass is a temporary
-(not an entry parameter, not a constant) defined before the boundary and live after it. The
+An instruction belongs to the backward pass when its ``op_name`` says so (JAX traces a
+gradient as ``transpose(jvp(...))``; TensorFlow's gradient ops sit under ``gradients/`` or
+``gradient_tape/``). A value saved for the backward pass is one a forward instruction defines
+(not a parameter, not a constant) whose last use is a backward instruction. The
 live ranges are the memory model's (docs/memory-model.md), so the same program gives the same
 values as ``hloscope memory`` counts; this is what Korthikanti et al. 2022 call activation
 memory, measured instead of estimated.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import linecache
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from hloscope.analysis.liveness import Analysis, Value
 
@@ -98,19 +98,28 @@ def _groups(values: list[Value], key: str) -> tuple[SavedGroup, ...]:
     return tuple(sorted(out, key=lambda g: (-g.bytes, g.key)))
 
 
+def _backward(instr: Any) -> bool:
+    name = instr.metadata.op_name if instr.metadata else ""
+    return bool(name) and any(m in name for m in BACKWARD_MARKERS)
+
+
 def saved_for_backward(a: Analysis) -> Optional[SavedActivations]:
-    """The values live across the forward → backward boundary, or None without one."""
+    """The values a forward instruction defines whose last use is a backward instruction, or
+    None when the program has no backward pass. Defined by use, not by a cut in the schedule:
+    a scheduler may hoist a cheap backward op (a bitcast) far ahead of the forward pass."""
     boundary = backward_boundary(a)
     if boundary is None:
         return None
     kept = []
+    end = len(a.schedule)
     for v in a.values:
-        if v.is_table or v.start >= boundary or v.end <= boundary:
+        if v.is_table or v.end >= end or v.end <= v.start:
             continue
         instr = a.module.computation(v.computation).instruction(v.instruction)
-        if instr.opcode in ("parameter", "constant"):
-            continue  # the model's inputs and literals, there before the forward pass began
-        kept.append(v)
+        if instr.opcode in ("parameter", "constant") or _backward(instr):
+            continue  # inputs, literals, and the backward pass's own values
+        if _backward(a.schedule[v.end][1]):
+            kept.append(v)
     kept.sort(key=lambda v: (-v.size, v.instruction))
     return SavedActivations(
         "hloscope.saved/1", a.module.name, boundary, a.schedule[boundary][1].name, len(kept),

@@ -299,8 +299,9 @@ def render_sweep(r: "SweepResult") -> str:
 def render_saved(s: "SavedActivations", top: int = 15, by: str = "source") -> str:
     """The activations saved for the backward pass, grouped by source line or scope."""
     lines = [f"module {s.module}: activations saved for the backward pass",
-             f"  {s.count:,} values, {human_bytes(s.bytes)}, live from the forward pass across "
-             f"step {s.boundary_step} ({s.boundary_instruction}, the first backward op)", ""]
+             f"  {s.count:,} values, {human_bytes(s.bytes)}: defined by the forward pass, last "
+             f"used by the backward pass (its first op: step {s.boundary_step}, "
+             f"{s.boundary_instruction})", ""]
     groups = s.by_source if by == "source" else s.by_scope
     head = ("source line", "values", "bytes", "code") if by == "source" else \
         ("scope", "values", "bytes")

@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""Build docs/walkthroughs/*.md from the templates in docs/walkthroughs/src/ and real runs.
+
+Each page's commands are run and their output embedded under the command, exactly as a reader
+sees it; the figures in the prose come from the same runs' JSON, never typed in. Two kinds:
+
+- commands that read only checked-in files (fixtures/, docs/) are run every time: in this
+  build, and in tests/test_walkthroughs.py, which renders every page again and compares it
+  with the committed page, so a page cannot go stale against the code;
+- commands that compile a model file (examples/*.py) are run here and their output (and
+  JSON) kept in docs/walkthroughs/runs.json; the same test runs each of them again and
+  compares the output with what is kept there.
+
+Usage:
+  python scripts/build_walkthroughs.py            # run the compiles too (a few minutes)
+  python scripts/build_walkthroughs.py --offline  # reuse runs.json, rerun only fixture commands
+  python scripts/build_walkthroughs.py --check    # exit 1 if a page would change (no writes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+PAGES = os.path.join(ROOT, "docs", "walkthroughs")
+SOURCES = os.path.join(PAGES, "src")
+RUNS = os.path.join(PAGES, "runs.json")
+
+
+def compiles(command: str) -> bool:
+    """Whether a command lowers a model file (slow, needs JAX) rather than reading files."""
+    return any(a.endswith(".py") for a in shlex.split(command)[1:])
+
+
+def needs(command: str) -> Optional[str]:
+    """The extra a command's target needs beyond JAX, if any (tpu, gpu)."""
+    args = shlex.split(command)
+    for flag in ("--target",):
+        if flag in args:
+            value = args[args.index(flag) + 1]
+            if value.startswith("tpu"):
+                return "tpu"
+            if value.startswith("gpu"):
+                return "gpu"
+    return None
+
+
+def run_here(argv: list[str]) -> tuple[int, str]:
+    """``hloscope ARGV`` in this process: (exit code, stdout)."""
+    from hloscope.cli import run
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run(argv)
+    if code:
+        raise RuntimeError(f"hloscope {' '.join(argv)} exited {code}: {err.getvalue()}")
+    return code, out.getvalue()
+
+
+def run_process(argv: list[str], fails: bool = False) -> str:
+    """``hloscope ARGV`` in a fresh process from the repository root: its stdout, or for a
+    command shown failing (``fails``), its exit code and stderr."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu", COLUMNS="200")
+    proc = subprocess.run([sys.executable, "-m", "hloscope.cli", *argv], cwd=ROOT, env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if fails:
+        if not proc.returncode:
+            raise RuntimeError(f"hloscope {' '.join(argv)} was expected to fail and did not")
+        return proc.stderr + f"(exit code {proc.returncode})\n"
+    if proc.returncode:
+        raise RuntimeError(f"hloscope {' '.join(argv)} exited {proc.returncode}:\n"
+                           + proc.stderr[-3000:])
+    return proc.stdout
+
+
+def execute(command: str, fails: bool = False) -> dict[str, Any]:
+    """Run a command as the page shows it; also its figures as JSON: a diff is saved with
+    --save and read back as JSON (one compile), fit and sweep rerun with --json (the fit
+    cache answers). A command shown failing keeps its stderr and exit code instead."""
+    argv = shlex.split(command)[1:]
+    assert shlex.split(command)[0] == "hloscope", command
+    if fails:
+        return {"text": run_process(argv, fails=True)}
+    if not compiles(command):
+        return {"text": run_here(argv)[1]}
+    if argv[0] == "diff":
+        with tempfile.TemporaryDirectory() as tmp:
+            text = run_process(argv + ["--save", tmp])
+            data = json.loads(run_here(["diff", tmp, "--json", "-q"])[1])
+        return {"text": text, "json": data}
+    text = run_process(argv)
+    return {"text": text, "json": json.loads(run_process(argv + ["--json"]))}
+
+
+@dataclass
+class Run:
+    command: str
+    text: str
+    json: Any
+    show: Optional[int]
+
+    def block(self) -> str:
+        lines = self.text.rstrip("\n").splitlines()
+        shown = lines if self.show is None or len(lines) <= self.show else \
+            lines[:self.show] + [f"... ({len(lines) - self.show} more lines)"]
+        return "```console\n$ " + self.command + "\n" + "\n".join(shown) + "\n```"
+
+
+def fusion_text(path: str, name: str) -> tuple[str, str]:
+    """A fusion instruction's line (metadata left out) and its fused computation's text."""
+    import re
+    text = open(os.path.join(ROOT, path)).read()
+    line = next(ln for ln in text.splitlines() if re.match(rf"\s*(ROOT )?%{re.escape(name)} = ",
+                                                           ln))
+    callee = re.search(r"calls=%([\w.\-]+)", line)
+    assert callee, line
+    block = re.search(rf"^%{re.escape(callee.group(1))} .*?^}}", text, re.S | re.M)
+    assert block, callee.group(1)
+    strip = re.compile(r", metadata=\{[^}]*\}")
+    return strip.sub("", line.strip()), strip.sub("", block.group(0))
+
+
+def first_line(path: str, width: int = 240) -> str:
+    line = open(os.path.join(ROOT, path)).readline().rstrip()
+    return line if len(line) <= width else line[:width] + " ..."
+
+
+def padded_example(path: str) -> Any:
+    """The largest array of a TPU module whose tiles pad it, with both byte counts."""
+    from hloscope.hlo.parser import parse
+    module = parse(open(os.path.join(ROOT, path)).read(), path)
+    best = None
+    for instr in module.entry.instructions:
+        s = instr.shape
+        if s.is_array and s.padded_bytes > s.logical_bytes and \
+                (best is None or s.padded_bytes - s.logical_bytes >
+                 best[1].padded_bytes - best[1].logical_bytes):
+            best = (instr.name, s)
+    assert best is not None
+    return {"name": best[0], "shape": str(best[1]), "logical": best[1].logical_bytes,
+            "padded": best[1].padded_bytes}
+
+
+def report_of(pre: str, post: str) -> Any:
+    """hloscope's report of two checked-in HLO files, with XLA's figures beside them."""
+    from hloscope import pipeline
+    from hloscope.present.json import render
+    rep = pipeline.diff_files(os.path.join(ROOT, pre), os.path.join(ROOT, post))
+    return json.loads(render(rep))["targets"][0]
+
+
+def xla_figures(path: str) -> Any:
+    with open(os.path.join(ROOT, path)) as f:
+        return json.load(f)
+
+
+class Runs:
+    """What the templates call: ``run(command)``. Fixture commands always run; compile
+    commands run when ``live``, else come from runs.json."""
+
+    def __init__(self, stored: dict[str, Any], live: bool) -> None:
+        self.stored, self.live = stored, live
+        self.used: dict[str, Any] = {}
+
+    def __call__(self, command: str, show: Optional[int] = None, fails: bool = False) -> Run:
+        command = " ".join(command.split())
+        if not compiles(command):
+            got = execute(command, fails)
+        elif self.live or command not in self.stored:
+            print(f"  running {command}", file=sys.stderr)
+            got = execute(command, fails)
+            got["fails"] = fails
+        else:
+            got = self.stored[command]
+        if compiles(command):
+            self.used[command] = got
+        return Run(command, got["text"], got.get("json"), show)
+
+
+# --- helpers for the prose ------------------------------------------------------------------
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def gib(n: float) -> str:
+    return f"{n / 2**30:,.2f} GiB"
+
+
+def human(n: float) -> str:
+    from hloscope.present.format import human_bytes
+    return human_bytes(int(n))
+
+
+def total(row: dict[str, int]) -> int:
+    return row["parameter_bytes"] + row["output_bytes"] + row["temp_packed_bytes"]
+
+
+def saved(path: str) -> Any:
+    """Activations saved for the backward pass of a checked-in HLO file."""
+    from hloscope.analysis.activations import saved_for_backward
+    from hloscope.analysis.liveness import analyze
+    from hloscope.hlo.parser import parse
+    with open(os.path.join(ROOT, path)) as f:
+        module = parse(f.read(), path)
+    return saved_for_backward(analyze(module))
+
+
+def korthikanti(s: int, b: int, h: int, a: int, bytes_per: int = 2,
+                dropout: bool = True) -> dict[str, int]:
+    """Activation bytes per layer by component, after Korthikanti et al. 2022 ("Reducing
+    Activation Recomputation in Large Transformer Models", section 4.1), for ``bytes_per``-byte
+    activations (their formula is for 2: s·b·h·(34 + 5·a·s/h)); without dropout its masks
+    (1 byte per element) and the dropped-out attention probabilities are not there."""
+    k = bytes_per / 2  # their terms are written for 2-byte values
+    sbh, ass = s * b * h, a * s * s * b
+    parts = {
+        "attention: QKV input": 2 * sbh,
+        "attention: Q and K (for QK^T)": 4 * sbh,
+        "attention: softmax output": 2 * ass,
+        "attention: V": 2 * sbh,
+        "attention: output projection input": 2 * sbh,
+        "MLP: first linear input": 2 * sbh,
+        "MLP: GELU input (4h)": 8 * sbh,
+        "MLP: second linear input (4h)": 8 * sbh,
+        "layer norms (2)": 4 * sbh,
+    }
+    out = {name: int(v * k) for name, v in parts.items()}
+    if dropout:
+        out["dropout masks (attention, 2 residual)"] = ass + 2 * sbh  # 1 byte each
+        out["attention: dropout output"] = int(2 * ass * k)
+    return out
+
+
+def render(name: str, runs: Runs) -> str:
+    import jinja2
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(SOURCES),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    template = env.get_template(name)
+    return template.render(run=runs, mib=mib, gib=gib, human=human, total=total, saved=saved,
+                           korthikanti=korthikanti, fusion_text=fusion_text,
+                           first_line=first_line, padded_example=padded_example,
+                           report_of=report_of, xla_figures=xla_figures, sum=sum, round=round,
+                           len=len, sorted=sorted, max=max, min=min, abs=abs)
+
+
+def templates() -> list[str]:
+    return sorted(n for n in os.listdir(SOURCES) if n.endswith(".md.j2"))
+
+
+def build(live: bool, check: bool = False) -> int:
+    stored: dict[str, Any] = {}
+    if os.path.exists(RUNS):
+        with open(RUNS) as f:
+            stored = json.load(f)
+    runs = Runs(stored, live)
+    changed = []
+    for name in templates():
+        page = render(name, runs)
+        path = os.path.join(PAGES, name[:-len(".j2")])
+        old = open(path).read() if os.path.exists(path) else None
+        if old != page:
+            changed.append(path)
+            if not check:
+                with open(path, "w") as f:
+                    f.write(page)
+    if not check:
+        with open(RUNS, "w") as f:
+            json.dump(runs.used, f, indent=1, sort_keys=True)
+            f.write("\n")
+    for path in changed:
+        print(("stale: " if check else "wrote ") + os.path.relpath(path, ROOT))
+    return 1 if check and changed else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--offline", action="store_true",
+                    help="reuse runs.json for the compile commands")
+    ap.add_argument("--check", action="store_true", help="only say which pages would change")
+    a = ap.parse_args()
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    return build(live=not (a.offline or a.check), check=a.check)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
