@@ -151,12 +151,18 @@ def padded_example(path: str) -> Any:
             "padded": best[1].padded_bytes}
 
 
-def report_of(pre: str, post: str) -> Any:
-    """hloscope's report of two checked-in HLO files, with XLA's figures beside them."""
+def report_of(pre: str, post: str, backend: Optional[str] = None) -> Any:
+    """hloscope's report of two checked-in HLO files, as JSON data."""
     from hloscope import pipeline
     from hloscope.present.json import render
-    rep = pipeline.diff_files(os.path.join(ROOT, pre), os.path.join(ROOT, post))
+    rep = pipeline.diff_files(os.path.join(ROOT, pre), os.path.join(ROOT, post),
+                              backend=backend)
     return json.loads(render(rep))["targets"][0]
+
+
+def summary_of(path: str) -> Any:
+    """``hloscope inspect --json`` of a checked-in HLO file, as data."""
+    return json.loads(run_here(["inspect", path, "--json"])[1])
 
 
 def xla_figures(path: str) -> Any:
@@ -251,7 +257,7 @@ def render(name: str, runs: Runs) -> str:
     return template.render(run=runs, mib=mib, gib=gib, human=human, total=total, saved=saved,
                            korthikanti=korthikanti, fusion_text=fusion_text,
                            first_line=first_line, padded_example=padded_example,
-                           report_of=report_of, xla_figures=xla_figures, sum=sum, round=round,
+                           report_of=report_of, xla_figures=xla_figures, summary_of=summary_of, sum=sum, round=round,
                            len=len, sorted=sorted, max=max, min=min, abs=abs)
 
 

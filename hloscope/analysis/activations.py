@@ -20,6 +20,7 @@ from typing import Any, Optional
 from hloscope.analysis.liveness import Analysis, Value
 
 BACKWARD_MARKERS = ("transpose(", "gradients/", "gradient_tape/")
+NO_SOURCE = "(made by XLA, no metadata)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +85,8 @@ def _scope(op_name: str) -> str:
 def _groups(values: list[Value], key: str) -> tuple[SavedGroup, ...]:
     acc: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for v in values:
-        k = (v.source or "(no source)") if key == "source" else _scope(v.op_name)
+        k = (v.source or NO_SOURCE) if key == "source" else (_scope(v.op_name) if v.op_name
+                                                             else NO_SOURCE)
         acc[k][0] += 1
         acc[k][1] += v.size
     out = []
@@ -105,7 +107,8 @@ def _backward(instr: Any) -> bool:
 
 def saved_for_backward(a: Analysis) -> Optional[SavedActivations]:
     """The values a forward instruction defines whose last use is a backward instruction, or
-    None when the program has no backward pass. Defined by use, not by a cut in the schedule:
+    None when the program has no backward pass. An instruction XLA made without an op_name
+    counts as forward when it runs before the first backward op. Defined by use, not by a cut in the schedule:
     a scheduler may hoist a cheap backward op (a bitcast) far ahead of the forward pass."""
     boundary = backward_boundary(a)
     if boundary is None:
@@ -118,6 +121,8 @@ def saved_for_backward(a: Analysis) -> Optional[SavedActivations]:
         instr = a.module.computation(v.computation).instruction(v.instruction)
         if instr.opcode in ("parameter", "constant") or _backward(instr):
             continue  # inputs, literals, and the backward pass's own values
+        if not (instr.metadata and instr.metadata.op_name) and v.start >= boundary:
+            continue  # made by XLA without a name: forward only if it runs before backward
         if _backward(a.schedule[v.end][1]):
             kept.append(v)
     kept.sort(key=lambda v: (-v.size, v.instruction))

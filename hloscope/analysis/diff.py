@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
+from hloscope.analysis.activations import SavedGroup
 from hloscope.analysis.fusion import FusionCluster, fusion_report
 from hloscope.analysis.liveness import LiveValue, MemoryFigures, Timeline
 from hloscope.analysis.memory import memory_report
@@ -121,6 +122,16 @@ class ParallelInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class SavedSummary:
+    """The activations a training step keeps for its backward pass, in the fused program
+    (``hloscope saved`` lists them one by one)."""
+
+    count: int
+    bytes: int
+    by_scope: tuple[SavedGroup, ...]  # largest first: the layers of a stack
+
+
+@dataclass(frozen=True, slots=True)
 class TargetReport:
     target: str
     backend: str
@@ -141,6 +152,7 @@ class TargetReport:
     unfused_live_at_peak: tuple[LiveValue, ...] = ()  # at the unfused peak, largest first
     parallel: Optional[ParallelInfo] = None  # --devices N: the figures are per device
     collectives: tuple[CollectiveCount, ...] = ()  # all-reduce and friends, by bytes
+    saved: Optional[SavedSummary] = None  # a training step's activations kept for backward
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +249,9 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
         memory_saved_bytes=mem.unfused.temp_packed_bytes - mem.fused.temp_packed_bytes,
         notes=tuple(notes), timelines=mem.timelines,
         unfused_live_at_peak=mem.unfused.live_at_peak[:top], parallel=par,
-        collectives=collectives(post))
+        collectives=collectives(post),
+        saved=SavedSummary(mem.saved.count, mem.saved.bytes, mem.saved.by_scope[:64])
+        if mem.saved is not None else None)
 
 
 def report(targets: tuple[TargetReport, ...], model: str, entry: str = "",

@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Optional
 
+from hloscope.analysis.activations import SavedActivations, saved_for_backward
 from hloscope.analysis.backends import EAGER, Backend, backend_for
 from hloscope.analysis.fusion import trim_scope
 from hloscope.analysis.liveness import (VIEWS, Analysis, Eliminated, MemoryFigures, Timeline,
@@ -58,6 +59,7 @@ class MemoryReport:
     eager: Optional[MemoryFigures] = None
     unfused_merged_duplicates: int = 0
     timelines: tuple[Timeline, ...] = ()  # fused, unfused, then eager when given ``pre``
+    saved: Optional[SavedActivations] = None  # a training step's, in the fused program
 
 
 def unfused_analysis(module: Module, backend: Backend) -> tuple[Analysis, Unfused, str]:
@@ -109,6 +111,7 @@ def memory_report(module: Module, backend: Optional[str] = None,
                   pre: Optional[Module] = None) -> MemoryReport:
     be = backend_for(module, backend)
     fused = analyze(module, be)
+    saved = saved_for_backward(fused)
     unfused, expanded, schedule = unfused_analysis(module, be)
     detail = eliminated_intermediates(unfused, expanded)
     eager = analyze(pre, EAGER) if pre is not None else None
@@ -120,4 +123,4 @@ def memory_report(module: Module, backend: Optional[str] = None,
     return MemoryReport("hloscope.memory/1", module.name, module.source, be.name,
                         fused_figures, unfused.figures, schedule, detail,
                         eager.figures if eager is not None else None, expanded.merged,
-                        tuple(timelines))
+                        tuple(timelines), saved)

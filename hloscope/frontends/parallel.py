@@ -155,6 +155,7 @@ def shardings(mesh: Any, specs: Any, axes: Sequence[Optional[int]]) -> Any:
     leaves, tree = jax.tree.flatten(specs)
     if len(leaves) != len(axes):
         raise ValueError(f"{len(axes)} batch axes for {len(leaves)} arguments")
-    out = [NamedSharding(mesh, PartitionSpec(*([None] * ax), MESH_AXIS) if ax is not None
-                         else PartitionSpec()) for ax in axes]
+    out = [NamedSharding(mesh, PartitionSpec(*([None] * ax), MESH_AXIS)  # type: ignore
+                         if ax is not None else PartitionSpec())  # type: ignore
+           for ax in axes]
     return jax.tree.unflatten(tree, out)

@@ -203,6 +203,9 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
               f"intermediates fusion eliminated: {e.count:,} values, {human_bytes(e.bytes)} of "
               f"traffic; {e.live_at_unfused_peak_count:,} of them "
               f"({human_bytes(e.live_at_unfused_peak_bytes)}) live at the unfused peak"]
+    if t.saved is not None:
+        lines.append(f"activations saved for the backward pass (fused): {t.saved.count:,} "
+                     f"values, {human_bytes(t.saved.bytes)}")
     if t.top_fusions:
         lines += ["", "top fusions by bytes eliminated:"]
         lines += table([("fusion", "kind", "eliminated", "scopes", "source")]
