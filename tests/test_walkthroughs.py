@@ -1,0 +1,102 @@
+"""docs/walkthroughs/: the pages equal what the code computes now, and every command shown runs
+and prints what the page shows.
+
+Commands that read checked-in files run again in test_pages_are_current (every page rendered
+from its template and compared with the committed page). Commands that compile a model file
+are kept in docs/walkthroughs/runs.json by scripts/build_walkthroughs.py; each is run again in
+test_every_compile_command_runs and compared with what is kept there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+
+import pytest
+
+from conftest import needs_jax
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import build_walkthroughs as bw  # noqa: E402
+
+with open(bw.RUNS) as _f:
+    RUNS = json.load(_f)
+
+
+def _commands_shown() -> list[str]:
+    shown = []
+    for name in os.listdir(bw.PAGES):
+        if name.endswith(".md"):
+            with open(os.path.join(bw.PAGES, name)) as f:
+                shown += re.findall(r"^```console\n\$ (.+)$", f.read(), re.M)
+    return shown
+
+
+@pytest.mark.parametrize("name", bw.templates())
+def test_pages_are_current(name, monkeypatch) -> None:
+    """The committed page equals its template rendered now: fixture commands rerun, the
+    figures recomputed, compile commands from runs.json."""
+    monkeypatch.chdir(ROOT)
+    runs = bw.Runs(RUNS, live=False)
+    page = bw.render(name, runs)
+    with open(os.path.join(bw.PAGES, name[:-len(".j2")])) as f:
+        committed = f.read()
+    assert page == committed, (f"docs/walkthroughs/{name[:-3]} is stale: run "
+                               "python scripts/build_walkthroughs.py --offline")
+    for command in runs.used:
+        assert command in RUNS, f"{command} is not in runs.json: rerun the build"
+
+
+def test_every_command_shown_is_known() -> None:
+    shown = _commands_shown()
+    assert len(shown) >= 15
+    for command in shown:
+        assert command.startswith("hloscope ")
+        if bw.compiles(command):
+            assert command in RUNS, command
+    # Nothing is kept that no page shows any more.
+    assert set(RUNS) <= set(shown)
+
+
+def _extra_missing(command: str) -> str:
+    extra = bw.needs(command)
+    module = {"tpu": "libtpu", "gpu": "jax_cuda12_plugin"}.get(extra or "")
+    if module and importlib.util.find_spec(module) is None:
+        return f"{command} needs pip install -e '.[{extra}]'"
+    return ""
+
+
+@needs_jax
+@pytest.mark.parametrize("command", sorted(RUNS))
+def test_every_compile_command_runs(command) -> None:
+    """Each compile command of the pages, run as a reader would, prints what the page shows
+    (and the same figures as JSON)."""
+    missing = _extra_missing(command)
+    if missing:
+        pytest.skip(missing)
+    kept = RUNS[command]
+    got = bw.execute(command, kept.get("fails", False))
+    assert got["text"] == kept["text"]
+    if "json" in kept:
+        strip = {"source", "model"}
+
+        def clean(d):  # where the files were saved differs run to run
+            if isinstance(d, dict):
+                return {k: clean(v) for k, v in d.items() if k not in strip}
+            if isinstance(d, list):
+                return [clean(v) for v in d]
+            return d
+        assert clean(got["json"]) == clean(kept["json"])
+
+
+def test_the_formula() -> None:
+    """Korthikanti et al. 2022's 16-bit, with-dropout total is s·b·h·(34 + 5·a·s/h)."""
+    s, b, h, a = 512, 2, 1024, 16
+    assert sum(bw.korthikanti(s, b, h, a).values()) == s * b * h * (34 + 5 * a * s // h)
+    no_dropout = sum(bw.korthikanti(s, b, h, a, 2, dropout=False).values())
+    assert no_dropout == s * b * h * 32 + 2 * a * s * s * b
+    assert sum(bw.korthikanti(s, b, h, a, 4, dropout=False).values()) == 2 * no_dropout
