@@ -67,10 +67,21 @@ def run_here(argv: list[str]) -> tuple[int, str]:
     return code, out.getvalue()
 
 
+_CACHE: list[str] = []
+
+
+def fit_cache() -> str:
+    """The fit cache of this build (or test run): empty at its start, so what `compiled N, M
+    from the cache` says does not depend on what ran on this machine before."""
+    if not _CACHE:
+        _CACHE.append(tempfile.mkdtemp(prefix="hloscope-walkthrough-cache-"))
+    return _CACHE[0]
+
+
 def run_process(argv: list[str], fails: bool = False) -> str:
     """``hloscope ARGV`` in a fresh process from the repository root: its stdout, or for a
     command shown failing (``fails``), its exit code and stderr."""
-    env = dict(os.environ, JAX_PLATFORMS="cpu", COLUMNS="200")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", COLUMNS="200", XDG_CACHE_HOME=fit_cache())
     proc = subprocess.run([sys.executable, "-m", "hloscope.cli", *argv], cwd=ROOT, env=env,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if fails:

@@ -80,9 +80,11 @@ def test_every_compile_command_runs(command) -> None:
         pytest.skip(missing)
     kept = RUNS[command]
     got = bw.execute(command, kept.get("fails", False))
-    assert got["text"] == kept["text"]
+    # How many of a fit's values the cache answered depends on which tests ran before.
+    cached = re.compile(r"compiled \d+, \d+ from the cache")
+    assert cached.sub("compiled ...", got["text"]) == cached.sub("compiled ...", kept["text"])
     if "json" in kept:
-        strip = {"source", "model"}
+        strip = {"source", "model", "compiles"}
 
         def clean(d):  # where the files were saved differs run to run
             if isinstance(d, dict):
