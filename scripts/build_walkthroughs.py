@@ -15,6 +15,7 @@ Usage:
   python scripts/build_walkthroughs.py            # run the compiles too (a few minutes)
   python scripts/build_walkthroughs.py --offline  # reuse runs.json, rerun only fixture commands
   python scripts/build_walkthroughs.py --check    # exit 1 if a page would change (no writes)
+  python scripts/build_walkthroughs.py --rerun 'hloscope fit'  # rerun only the matching compiles
 """
 
 from __future__ import annotations
@@ -197,15 +198,17 @@ class Runs:
     """What the templates call: ``run(command)``. Fixture commands always run; compile
     commands run when ``live``, else come from runs.json."""
 
-    def __init__(self, stored: dict[str, Any], live: bool) -> None:
-        self.stored, self.live = stored, live
+    def __init__(self, stored: dict[str, Any], live: bool,
+                 rerun: tuple[str, ...] = ()) -> None:
+        self.stored, self.live, self.rerun = stored, live, rerun
         self.used: dict[str, Any] = {}
 
     def __call__(self, command: str, show: Optional[int] = None, fails: bool = False) -> Run:
         command = " ".join(command.split())
         if not compiles(command):
             got = execute(command, fails)
-        elif self.live or command not in self.stored:
+        elif self.live or command not in self.stored or \
+                any(part in command for part in self.rerun):
             print(f"  running {command}", file=sys.stderr)
             got = execute(command, fails)
             got["fails"] = fails
@@ -288,12 +291,12 @@ def templates() -> list[str]:
     return sorted(n for n in os.listdir(SOURCES) if n.endswith(".md.j2"))
 
 
-def build(live: bool, check: bool = False) -> int:
+def build(live: bool, check: bool = False, rerun: tuple[str, ...] = ()) -> int:
     stored: dict[str, Any] = {}
     if os.path.exists(RUNS):
         with open(RUNS) as f:
             stored = json.load(f)
-    runs = Runs(stored, live)
+    runs = Runs(stored, live, rerun)
     changed = []
     for name in templates():
         page = render(name, runs)
@@ -318,9 +321,13 @@ def main() -> int:
     ap.add_argument("--offline", action="store_true",
                     help="reuse runs.json for the compile commands")
     ap.add_argument("--check", action="store_true", help="only say which pages would change")
+    ap.add_argument("--rerun", action="append", default=[], metavar="TEXT",
+                    help="with --offline: run again the compile commands that contain TEXT "
+                         "(e.g. 'hloscope fit'); repeatable")
     a = ap.parse_args()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    return build(live=not (a.offline or a.check), check=a.check)
+    return build(live=not (a.offline or a.check or a.rerun), check=a.check,
+                 rerun=tuple(a.rerun))
 
 
 if __name__ == "__main__":
