@@ -208,7 +208,8 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
                      f"values, {human_bytes(t.saved.bytes)}")
     if t.top_fusions:
         lines += ["", "top fusions by bytes eliminated:"]
-        lines += table([("fusion", "kind", "eliminated", "scopes", "source")]
+        heading: list[tuple[str, ...]] = [("fusion", "kind", "eliminated", "scopes", "source")]
+        lines += table(heading
                        + [(f.name, f.kind + (f"/{f.backend_kind}" if f.backend_kind else ""),
                            f"{f.eliminated_count} / {human_bytes(f.eliminated_bytes)}",
                            _scopes(f.scopes), ", ".join(_short_source(s)
@@ -319,7 +320,3 @@ def render_saved(s: "SavedActivations", top: int = 15, by: str = "source") -> st
     return "\n".join(lines) + "\n"
 
 
-def _short_source(key: str) -> str:
-    import os
-    path, sep, line = key.rpartition(":")
-    return f"{os.path.basename(path)}{sep}{line}" if sep else key
