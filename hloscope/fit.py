@@ -232,10 +232,13 @@ def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: O
     on_stage(target, "compiling with " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
     entry_name, programs = pipeline.lower_model(path, [target], entry, sizes, dtype,
                                                 xla_unfused=False, devices=devices,
-                                                split=split)
-    # Only the memory figures: not the rest of diff's report (fusion clusters, pre → post).
-    pre, post = pipeline.modules_of(programs[0])
-    m = memory_report(post, programs[0].backend, pre)
+                                                split=split, fusions=False)
+    ahead = pipeline.read_ahead(programs[0])
+    if ahead is not None:  # measured while XLA compiled
+        m = ahead[2].memory
+    else:  # only the memory figures: not the rest of diff's report
+        pre, post = pipeline.modules_of(programs[0])
+        m = memory_report(post, programs[0].backend, pre)
     totals = {}
     for way, row in (("fused", m.fused), ("unfused", m.unfused), ("eager", m.eager)):
         assert row is not None

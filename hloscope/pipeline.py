@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from hloscope.analysis.diff import Report, TargetReport, report, target_report
+from hloscope.analysis.diff import Measured, Report, TargetReport, measure, report, \
+    target_report
+from hloscope.analysis.liveness import Analysis
 from hloscope.hlo.ir import Module
 from hloscope.hlo.parser import parse
 
@@ -38,6 +41,8 @@ class Program:
     post_unfused: Optional[str] = None
     # How it was split over devices (frontends.parallel.Parallel as a dict): --devices N.
     parallel: Optional[dict[str, Any]] = None
+    # The texts' parse and analyses, started while XLA compiled (lowered in this process).
+    ahead: Optional["Ahead"] = field(default=None, compare=False, repr=False)
 
 
 Modules = dict[str, tuple[Module, Module]]  # target → (pre, post), kept for pictures
@@ -47,45 +52,130 @@ Modules = dict[str, tuple[Module, Module]]  # target → (pre, post), kept for p
 VERIFY = True
 
 
-def modules_of(program: Program) -> tuple[Module, Module]:
-    """The program's pre- and post-optimization modules, parsed and, unless `--no-verify`,
-    verified."""
-    pre = parse(program.pre, program.pre_source)
-    post = parse(program.post, program.post_source)
+def read_module(text: str, source: str) -> Module:
+    """One module parsed and, unless `--no-verify`, verified."""
+    module = parse(text, source)
     if VERIFY:
         from hloscope.hlo.parser import source_text
         from hloscope.hlo.verify import verify
-        verify(pre, source_text(program.pre))
-        verify(post, source_text(program.post))
-    return pre, post
+        verify(module, source_text(text))
+    return module
+
+
+def modules_of(program: Program) -> tuple[Module, Module]:
+    """The program's pre- and post-optimization modules, parsed and, unless `--no-verify`,
+    verified."""
+    return (read_module(program.pre, program.pre_source),
+            read_module(program.post, program.post_source))
+
+
+class Ahead:
+    """Reading a program while XLA still compiles it. The frontend hands over each text as it
+    appears (frontends.jax.lower's ``on_text``): the pre-optimization text is parsed during
+    XLA's compile (with its eager liveness), and the optimized one parsed and measured
+    (diff.measure: liveness fused and unfused, fusion clusters, pre → post) during the
+    compile without fusion. XLA
+    releases the GIL while it compiles, so on a machine with two cores this work no longer adds
+    to the wall time (benchmarks/diff_overhead.py measures it). One worker thread runs the
+    steps in order; an exception there is raised where the result is asked for."""
+
+    def __init__(self, pre_source: str, post_source: str, backend: Optional[str],
+                 fusions: bool = True) -> None:
+        self.sources = (pre_source, post_source)
+        self.backend, self.fusions = backend, fusions
+        self.texts: dict[str, str] = {}
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hloscope-ahead")
+        self._pre: Optional[Future[tuple[Module, Analysis]]] = None
+        self._result: Optional[Future[tuple[Module, Module, Measured]]] = None
+
+    def __call__(self, kind: str, text: str) -> None:
+        self.texts[kind] = text
+        if kind == "pre":
+            self._pre = self._pool.submit(self._read_pre, text)
+        elif kind == "post" and self._pre is not None:
+            self._result = self._pool.submit(self._measure, self._pre, text)
+
+    def _read_pre(self, text: str) -> tuple[Module, Analysis]:
+        from hloscope.analysis.memory import eager_analysis
+        pre = read_module(text, self.sources[0])
+        return pre, eager_analysis(pre)
+
+    def _measure(self, pre_read: "Future[tuple[Module, Analysis]]",
+                 text: str) -> tuple[Module, Module, Measured]:
+        pre, eager = pre_read.result()
+        post = read_module(text, self.sources[1])
+        return pre, post, measure(pre, post, self.backend, self.fusions, eager)
+
+    def close(self, failed: bool = False) -> None:
+        """No more texts come; a failed lowering drops what has not started."""
+        self._pool.shutdown(wait=False, cancel_futures=failed)
+
+    def result(self, program: Program) -> Optional[tuple[Module, Module, Measured]]:
+        """The modules and measures of ``program``, if this read exactly its texts."""
+        if self._result is None or self.texts.get("pre") is not program.pre or \
+                self.texts.get("post") is not program.post or \
+                self.sources != (program.pre_source, program.post_source) or \
+                self.backend != program.backend:
+            return None
+        return self._result.result()
+
+
+def read_ahead(program: Program) -> Optional[tuple[Module, Module, Measured]]:
+    """What Ahead read and measured of ``program`` while XLA compiled, if it did."""
+    return program.ahead.result(program) if program.ahead is not None else None
 
 
 def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) -> TargetReport:
-    pre, post = modules_of(program)
+    ahead = read_ahead(program)
+    if ahead is not None:
+        pre, post, measured = ahead
+    else:
+        (pre, post), measured = modules_of(program), None
     if modules is not None:
         modules[program.target] = (pre, post)
     return target_report(pre, post, program.target, program.backend, program.xla or None,
                          program.xla_unfused or None, program.framework, top,
-                         program.parallel)
+                         program.parallel, measured)
 
 
-def _program(lowered: Any, model: str, backend: Optional[str]) -> Program:
-    return Program(lowered.target, lowered.pre, lowered.post, f"{model} [{lowered.target} pre]",
-                   f"{model} [{lowered.target} post]", backend, lowered.framework,
+def _sources(model: str, target: str) -> tuple[str, str]:
+    return f"{model} [{target} pre]", f"{model} [{target} post]"
+
+
+def _program(lowered: Any, model: str, backend: Optional[str],
+             ahead: Optional[Ahead] = None) -> Program:
+    return Program(lowered.target, lowered.pre, lowered.post, *_sources(model, lowered.target),
+                   backend, lowered.framework,
                    dict(lowered.memory), dict(lowered.memory_unfused), lowered.post_unfused,
-                   lowered.parallel)
+                   lowered.parallel, ahead)
+
+
+def _lower_here(entry: Any, target: Any, model: str, dtype: Optional[str],
+                xla_unfused: bool, fusions: bool = True) -> Program:
+    """Lower an entry in this process, reading its texts while XLA compiles (Ahead)."""
+    from hloscope.frontends.worker import lower_entry
+    ahead = Ahead(*_sources(model, target.name), target.backend, fusions)
+    try:
+        lowered = lower_entry(entry, target, model, dtype, xla_unfused, on_text=ahead)
+    except BaseException:
+        ahead.close(failed=True)
+        raise
+    ahead.close()
+    return _program(lowered, model, target.backend, ahead)
 
 
 def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
                 sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None,
                 xla_unfused: bool = True, on_stage: Stage = _quiet, devices: int = 1,
-                split: str = "batch") -> tuple[str, list[Program]]:
+                split: str = "batch", fusions: bool = True) -> tuple[str, list[Program]]:
     """Lower a model file's entry for each target: cpu in this process, every other target
     (and every target with ``devices`` > 1: data parallel over the size ``split``) in a worker
-    process of its own. Returns the entry's name and one Program per target."""
+    process of its own. Returns the entry's name and one Program per target. A program
+    lowered here is read while XLA compiles it (Ahead); ``fusions`` False leaves the fusion
+    clusters out of that (fit needs only the memory)."""
     from hloscope.frontends.loader import load_model_file
     from hloscope.frontends.targets import get_target
-    from hloscope.frontends.worker import lower_entry, lower_in_worker
+    from hloscope.frontends.worker import lower_in_worker
     ts = [get_target(t) for t in targets]
     on_stage(ts[0].name, "loading the model file")
     model = load_model_file(path)
@@ -95,12 +185,12 @@ def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
         if t.platform == "cpu" and devices == 1:
             on_stage(t.name, "lowering and compiling" + (" (and without fusion)"
                                                          if xla_unfused else ""))
-            lowered = lower_entry(chosen, t, path, dtype, xla_unfused)
-        else:
-            on_stage(t.name, "lowering and compiling in a worker process"
-                     + (f" for {devices} devices" if devices > 1 else ""))
-            lowered = lower_in_worker(path, chosen.name, dict(sizes or {}), t, dtype,
-                                      xla_unfused, devices, split)
+            programs.append(_lower_here(chosen, t, path, dtype, xla_unfused, fusions))
+            continue
+        on_stage(t.name, "lowering and compiling in a worker process"
+                 + (f" for {devices} devices" if devices > 1 else ""))
+        lowered = lower_in_worker(path, chosen.name, dict(sizes or {}), t, dtype,
+                                  xla_unfused, devices, split)
         programs.append(_program(lowered, path, t.backend))
     return chosen.name, programs
 
@@ -124,12 +214,11 @@ def diff(fn: Callable[..., Any], *example_args: Any, target: str = "cpu",
     arguments (arrays or shape-only specs), lowered in this process for ``target``."""
     from hloscope.frontends.loader import Entry, framework_of
     from hloscope.frontends.targets import get_target
-    from hloscope.frontends.worker import lower_entry
     t = get_target(target)
     name = getattr(fn, "__name__", type(fn).__name__)
     entry = Entry(name, fn, tuple(example_args), framework_of(fn, tuple(example_args)))
-    lowered = lower_entry(entry, t, name, dtype, xla_unfused)
-    return diff_programs([_program(lowered, name, t.backend)], name, name, dtype=dtype, top=top)
+    return diff_programs([_lower_here(entry, t, name, dtype, xla_unfused)], name, name,
+                         dtype=dtype, top=top)
 
 
 def read_text(path: str) -> str:

@@ -111,7 +111,7 @@ def execute(command: str, fails: bool = False) -> dict[str, Any]:
             data = json.loads(run_here(["diff", tmp, "--json", "-q"])[1])
         return {"text": text, "json": prune(data)}
     text = run_process(argv)
-    return {"text": text, "json": json.loads(run_process(argv + ["--json"]))}
+    return {"text": text, "json": relative(json.loads(run_process(argv + ["--json"])))}
 
 
 # Per-fusion and per-step detail of a compiled model: megabytes each that no page reads, left
@@ -119,11 +119,23 @@ def execute(command: str, fails: bool = False) -> dict[str, Any]:
 UNSTORED = ("fusions", "timelines", "live_at_peak")
 
 
+def relative(data: Any) -> Any:
+    """``data`` with this checkout's path taken out of its strings (source lines recorded
+    in metadata are absolute), so what is kept compares equal in any clone."""
+    if isinstance(data, str):
+        return data.replace(ROOT + os.sep, "")
+    if isinstance(data, dict):
+        return {k: relative(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [relative(v) for v in data]
+    return data
+
+
 def prune(report: Any) -> Any:
     for target in report.get("targets", []):
         for key in UNSTORED:
             target.pop(key, None)
-    return report
+    return relative(report)
 
 
 @dataclass

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from hloscope.analysis.activations import SavedGroup
-from hloscope.analysis.fusion import FusionCluster, fusion_report
+from hloscope.analysis.fusion import FusionCluster, FusionReport, fusion_report
 from hloscope.analysis.liveness import LiveValue, MemoryFigures, Timeline
-from hloscope.analysis.memory import memory_report
+from hloscope.analysis.liveness import Analysis
+from hloscope.analysis.memory import MemoryReport, memory_report
 from hloscope.analysis.summary import CollectiveCount, collectives, summarize
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Module
@@ -204,16 +205,36 @@ def _fusion_row(c: FusionCluster, eliminated: Mapping[str, tuple[int, int]]) -> 
                      count, nbytes, c.scopes, c.source_lines)
 
 
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """The report's costly part: what needs only the two modules, not XLA's figures (so it
+    can run while XLA still compiles without fusion: pipeline.Ahead)."""
+
+    memory: MemoryReport
+    fusions: Optional[FusionReport]  # None: not asked for (fit needs only the memory)
+
+
+@gc_paused
+def measure(pre: Module, post: Module, backend: Optional[str] = None,
+            fusions: bool = True, eager: Optional[Analysis] = None) -> Measured:
+    """``eager``: memory.eager_analysis(pre), if done already."""
+    return Measured(memory_report(post, backend, pre, eager),
+                    fusion_report(post, pre) if fusions else None)
+
+
 @gc_paused
 def target_report(pre: Module, post: Module, target: str, backend: Optional[str] = None,
                   xla: Optional[Mapping[str, int]] = None,
                   xla_unfused: Optional[Mapping[str, int]] = None, framework: str = "",
                   top: int = 10,
-                  parallel: Optional[Mapping[str, Any]] = None) -> TargetReport:
+                  parallel: Optional[Mapping[str, Any]] = None,
+                  measured: Optional[Measured] = None) -> TargetReport:
     """Everything ``hloscope diff`` shows for one target, from the two modules and XLA's
-    figures (either may be absent: an HLO file pair has none)."""
-    mem = memory_report(post, backend, pre)
-    fus = fusion_report(post, pre)
+    figures (either may be absent: an HLO file pair has none); ``measured``, when given, is
+    ``measure(pre, post, backend)`` done already."""
+    m = measured if measured is not None else measure(pre, post, backend)
+    mem = m.memory
+    fus = m.fusions if m.fusions is not None else fusion_report(post, pre)
     e = mem.eliminated
     by_fusion = {g.key: (g.count, g.bytes) for g in e.by_fusion}
     rows = tuple(_fusion_row(c, by_fusion) for c in fus.clusters)

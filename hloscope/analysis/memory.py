@@ -107,14 +107,24 @@ def eliminated_intermediates(unfused: Analysis, expanded: Unfused) -> Eliminated
                             _groups(by_fusion), _groups(by_scope), _groups(by_opcode))
 
 
+def eager_analysis(pre: Module) -> Analysis:
+    """The pre-optimization module run op by op (the *eager* row); needs only ``pre``, so it
+    can run before XLA has finished optimizing (pipeline.Ahead)."""
+    return analyze(pre, EAGER)
+
+
 def memory_report(module: Module, backend: Optional[str] = None,
-                  pre: Optional[Module] = None) -> MemoryReport:
+                  pre: Optional[Module] = None,
+                  eager_of_pre: Optional[Analysis] = None) -> MemoryReport:
+    """Fused, unfused and (given ``pre``) eager; ``eager_of_pre`` is ``eager_analysis(pre)``
+    when it was done already."""
     be = backend_for(module, backend)
     fused = analyze(module, be)
     saved = saved_for_backward(fused)
     unfused, expanded, schedule = unfused_analysis(module, be)
     detail = eliminated_intermediates(unfused, expanded)
-    eager = analyze(pre, EAGER) if pre is not None else None
+    eager = eager_of_pre if eager_of_pre is not None else \
+        eager_analysis(pre) if pre is not None else None
     fused_figures = dataclasses.replace(fused.figures,
                                         eliminated=Eliminated(detail.count, detail.bytes))
     timelines = [timeline_of(fused, "fused"), timeline_of(unfused, "unfused")]

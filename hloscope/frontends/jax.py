@@ -100,7 +100,8 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
           xla_unfused: bool = False, devices: int = 1,
           batch_axes: Optional[Sequence[Optional[int]]] = None,
           topology: Optional[str] = None,
-          pre_args: Optional[tuple[Any, ...]] = None) -> Lowered:
+          pre_args: Optional[tuple[Any, ...]] = None,
+          on_text: Optional[Callable[[str, str], None]] = None) -> Lowered:
     """Lower and compile ``fn(*args)`` for ``target``; arguments may be arrays or
     ``jax.ShapeDtypeStruct``s (only shapes and dtypes matter, nothing is allocated).
 
@@ -141,13 +142,18 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
                         static_argnums=static_argnums)
         pre = alone.lower(*jax.tree.map(spec, pre_args)).as_text(dialect="hlo",
                                                                   debug_info=True)
+    if on_text is not None:
+        on_text("pre", pre)
     try:
         compiled = lowered.compile()
+        post = compiled.as_text() or ""
+        if on_text is not None:
+            on_text("post", post)
         unfused = lowered.compile(compiler_options={
             "xla_disable_hlo_passes": t.no_fusion_passes}) if xla_unfused else None
     except Exception as e:  # jaxlib's XlaRuntimeError and friends
         raise compile_error(e, t.name) from e
-    return Lowered(pre, compiled.as_text() or "", t.name, memory_stats(compiled),
+    return Lowered(pre, post, t.name, memory_stats(compiled),
                    unfused.as_text() if unfused is not None else None,
                    memory_stats(unfused) if unfused is not None else {})
 

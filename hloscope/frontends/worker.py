@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import asdict
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from hloscope.frontends.jax import CompileError, Lowered, MissingCompilerError
 from hloscope.frontends.loader import Entry, ModelFileError, load_model_file, user_traceback
@@ -26,9 +26,11 @@ _ERRORS: dict[str, type[Exception]] = {"model": ModelFileError, "compile": Compi
 
 
 def lower_entry(entry: Entry, target: Target, path: str, dtype: Optional[str] = None,
-                xla_unfused: bool = True) -> Lowered:
+                xla_unfused: bool = True,
+                on_text: Optional[Callable[[str, str], None]] = None) -> Lowered:
     """Lower one loaded entry in this process. An exception raised while tracing the user's
-    function becomes a ModelFileError carrying the user's own traceback."""
+    function becomes a ModelFileError carrying the user's own traceback. ``on_text``: see
+    frontends.jax.lower (a TensorFlow entry does not call it)."""
     try:
         if entry.framework == "tf":
             from hloscope.frontends import tf as tf_frontend
@@ -39,7 +41,7 @@ def lower_entry(entry: Entry, target: Target, path: str, dtype: Optional[str] = 
             return tf_frontend.lower(entry.fn, entry.args, target.name, dtype)
         from hloscope.frontends import jax as jax_frontend
         return jax_frontend.lower(entry.fn, entry.args, target, dtype=dtype,
-                                  xla_unfused=xla_unfused)
+                                  xla_unfused=xla_unfused, on_text=on_text)
     except (ModelFileError, CompileError, MissingCompilerError):
         raise
     except Exception as e:
