@@ -27,12 +27,18 @@ def _program(pre: str, post: str, ahead: pipeline.Ahead | None) -> pipeline.Prog
     return pipeline.Program("cpu", pre, post, "m [cpu pre]", "m [cpu post]", "cpu", ahead=ahead)
 
 
-def test_read_ahead_equals_read_after() -> None:
-    pre, post = _texts("bert_layer_train_step")
+def _read(pre: str, post: str) -> pipeline.Ahead:
+    """What the frontend does while XLA compiles: hand over each text as it comes."""
     ahead = pipeline.Ahead("m [cpu pre]", "m [cpu post]", "cpu")
     ahead("pre", pre)
     ahead("post", post)
     ahead.close()
+    return ahead
+
+
+def test_read_ahead_equals_read_after() -> None:
+    pre, post = _texts("bert_layer_train_step")
+    ahead = _read(pre, post)
     program = _program(pre, post, ahead)
     got = pipeline.read_ahead(program)
     assert got is not None
@@ -49,10 +55,7 @@ def test_read_ahead_equals_read_after() -> None:
 
 def test_other_texts_are_not_answered_from_ahead() -> None:
     pre, post = _texts("bert_layer_forward")
-    ahead = pipeline.Ahead("m [cpu pre]", "m [cpu post]", "cpu")
-    ahead("pre", pre)
-    ahead("post", post)
-    ahead.close()
+    ahead = _read(pre, post)
     other_pre, other_post = _texts("softmax")
     assert pipeline.read_ahead(_program(other_pre, other_post, ahead)) is None
     # Same texts but another backend or source name: not what was read either.
@@ -70,10 +73,7 @@ def test_other_texts_are_not_answered_from_ahead() -> None:
 def test_an_error_while_reading_ahead_is_raised_where_the_report_is_asked_for() -> None:
     pre, post = _texts("softmax")
     broken = pre.replace("ENTRY", "ENTRY ENTRY", 1)
-    ahead = pipeline.Ahead("m [cpu pre]", "m [cpu post]", "cpu")
-    ahead("pre", broken)
-    ahead("post", post)
-    ahead.close()
+    ahead = _read(broken, post)
     with pytest.raises(HloParseError, match=r"m \[cpu pre\]:\d+:\d+"):
         pipeline.diff_programs([_program(broken, post, ahead)], "m")
 
