@@ -37,6 +37,9 @@ sys.path.insert(0, ROOT)
 PAGES = os.path.join(ROOT, "docs", "walkthroughs")
 SOURCES = os.path.join(PAGES, "src")
 RUNS = os.path.join(PAGES, "runs.json")
+PICTURES = os.path.join(PAGES, "pictures")
+# Pictures are written by a build, not by a check or by the tests (which compare them instead).
+WRITE_PICTURES = [False]
 
 
 def compiles(command: str) -> bool:
@@ -286,6 +289,32 @@ def korthikanti(s: int, b: int, h: int, a: int, bytes_per: int = 2,
     return out
 
 
+def sweep_picture(run: Run, name: str, alt: str) -> str:
+    """The plot of a sweep command's figures (``hloscope sweep --svg`` draws the same), as
+    docs/walkthroughs/pictures/NAME.svg, and the Markdown that shows it."""
+    from hloscope.fit import SweepResult, SweepRow
+    from hloscope.present.plot import matplotlib_missing, sweep_svg
+    line = f"![{alt}](pictures/{name}.svg)"
+    if matplotlib_missing():
+        if WRITE_PICTURES[0]:
+            raise RuntimeError(f"drawing {name}.svg needs matplotlib: pip install -e '.[plot]'")
+        return line  # the page's text does not depend on it
+    d = run.json
+    rows = tuple(SweepRow(r["sizes"], r["fused"], r["unfused"], r["eager"]) for r in d["rows"])
+    svg = sweep_svg(SweepResult(d["schema"], d["model"], d["entry"], d["target"],
+                                tuple(d["vary"]), rows, d["compiles"], d.get("devices", 1)))
+    path = os.path.join(PICTURES, name + ".svg")
+    PICTURES_MADE[path] = svg
+    if WRITE_PICTURES[0]:
+        os.makedirs(PICTURES, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(svg)
+    return line
+
+
+PICTURES_MADE: dict[str, str] = {}  # path → the SVG a render made (the tests compare them)
+
+
 def render(name: str, runs: Runs) -> str:
     import jinja2
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(SOURCES),
@@ -295,7 +324,9 @@ def render(name: str, runs: Runs) -> str:
     return template.render(run=runs, mib=mib, gib=gib, human=human, total=total, saved=saved,
                            korthikanti=korthikanti, fusion_text=fusion_text,
                            first_line=first_line, padded_example=padded_example,
-                           report_of=report_of, xla_figures=xla_figures, summary_of=summary_of, sum=sum, round=round,
+                           report_of=report_of, xla_figures=xla_figures,
+                           summary_of=summary_of, sweep_picture=sweep_picture, sum=sum,
+                           round=round,
                            len=len, sorted=sorted, max=max, min=min, abs=abs)
 
 
@@ -309,6 +340,7 @@ def build(live: bool, check: bool = False, rerun: tuple[str, ...] = ()) -> int:
         with open(RUNS) as f:
             stored = json.load(f)
     runs = Runs(stored, live, rerun)
+    WRITE_PICTURES[0] = not check
     changed = []
     for name in templates():
         page = render(name, runs)

@@ -51,6 +51,24 @@ def test_pages_are_current(name, monkeypatch) -> None:
         assert command in RUNS, f"{command} is not in runs.json: rerun the build"
 
 
+def test_pictures_are_current(monkeypatch) -> None:
+    """Each plot a page embeds is on disk, and is what its figures draw now."""
+    pytest.importorskip("matplotlib", reason="the plots need matplotlib (pip install -e "
+                                             "'.[plot]')")
+    monkeypatch.chdir(ROOT)
+    bw.PICTURES_MADE.clear()
+    runs = bw.Runs(RUNS, live=False)
+    pages = "".join(bw.render(name, runs) for name in bw.templates())
+    assert bw.PICTURES_MADE, "no page draws a plot"
+    for path, svg in bw.PICTURES_MADE.items():
+        assert f"](pictures/{os.path.basename(path)})" in pages
+        with open(path) as f:
+            assert f.read() == svg, f"{path} is stale: run python scripts/build_walkthroughs.py"
+    # Every picture a page links to exists, in the walkthroughs' folder or docs/pictures/.
+    for link in re.findall(r"!\[[^]]*\]\(([^)]+)\)", pages):
+        assert os.path.exists(os.path.join(bw.PAGES, link)), link
+
+
 def test_every_command_shown_is_known() -> None:
     shown = _commands_shown()
     assert len(shown) >= 15
