@@ -24,7 +24,7 @@ from conftest import HLO_FIXTURES, fixture_id, fixture_path
 UNFUSED = {
     ("cpu", "bert_layer_forward.nofusion"): 1.000,
     ("cpu", "bert_layer_train_step.nofusion"): 1.000,
-    ("cpu", "convnet_train_step.nofusion"): 0.904,  # gap
+    ("cpu", "convnet_train_step.nofusion"): 1.000,  # 0.904 before copies for in-place ops
     ("cpu", "layer_norm.nofusion"): 1.000,
     ("gpu-h100", "bert_layer_forward.nofusion-nocublas"): 2.499,  # gap: split-K, merged QKV
     ("gpu-h100", "bert_layer_train_step.nofusion-nocublas"): 0.982,

@@ -68,6 +68,66 @@ def test_layout_only() -> None:
     assert is_layout_only(t, m.computation("f2").instruction("e").shape)
 
 
+IN_PLACE = """
+HloModule m, is_scheduled=true
+
+f_dus {
+  c = f32[] parameter(0)
+  b = f32[8,4]{1,0} broadcast(c), dimensions={}
+  u = f32[2,4]{1,0} parameter(1)
+  i = s32[] parameter(2)
+  ROOT d = f32[8,4]{1,0} dynamic-update-slice(b, u, i, i)
+}
+
+f_add {
+  c = f32[] parameter(0)
+  b = f32[8,4]{1,0} broadcast(c), dimensions={}
+  y = f32[8,4]{1,0} parameter(1)
+  ROOT s = f32[8,4]{1,0} add(b, y)
+}
+
+ENTRY main {
+  z = f32[] constant(0)
+  u = f32[2,4]{1,0} parameter(0)
+  i = s32[] parameter(1)
+  y = f32[8,4]{1,0} parameter(2)
+  %s.first = f32[8,4]{1,0} fusion(z, y), kind=kLoop, calls=f_add
+  d = f32[8,4]{1,0} fusion(z, u, i), kind=kLoop, calls=f_dus%CONTROL%
+  ROOT s = f32[8,4]{1,0} fusion(z, d), kind=kLoop, calls=f_add
+}
+"""
+
+
+def test_unfuse_copies_a_buffer_an_in_place_op_shares() -> None:
+    """Both fusions broadcast the same zero; merged, the broadcast feeds the in-place
+    dynamic-update-slice and an add that runs after it (it reads the update's result), so the
+    update writes a copy, as XLA's copy insertion makes it (the cpu ConvNet's scatter)."""
+    u = unfuse(hloscope.parse(IN_PLACE.replace("%CONTROL%", "")))
+    entry = u.module.entry
+    assert u.merged >= 1 and u.copies == 1
+    copy = next(i for i in entry if i.opcode == "copy")
+    assert copy.operands == ("b",) and entry.instruction("b").opcode == "broadcast"
+    assert entry.instruction("d").operands[0] == copy.name
+    assert hloscope.parse(print_module(u.module)) == u.module
+    # The copy is a value of its own, which the update then writes in place.
+    values = {v.instruction: v for v in analyze(u.module, "cpu").values}
+    assert values[copy.name].size == 128
+
+
+def test_unfuse_needs_no_copy_when_every_other_reader_runs_first() -> None:
+    """The update ordered after the first add (a control edge), and the result a tuple that
+    reads no broadcast: every other reader of the broadcast runs before the update, which may
+    write in place. Without the control edge the add could run after it: a copy."""
+    text = IN_PLACE.replace(
+        "ROOT s = f32[8,4]{1,0} fusion(z, d), kind=kLoop, calls=f_add",
+        "ROOT t = (f32[8,4]{1,0}, f32[8,4]{1,0}) tuple(%s.first, d)")
+    ordered = unfuse(hloscope.parse(text.replace("%CONTROL%",
+                                                 ", control-predecessors={%s.first}")))
+    assert ordered.copies == 0
+    assert ordered.module.entry.instruction("d").operands[0] == "b"
+    assert unfuse(hloscope.parse(text.replace("%CONTROL%", ""))).copies == 1
+
+
 @pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(FIXTURES, "*", "*.post.hlo"))),
                          ids=fixture_id)
 def test_unfuse_every_fixture(path: str) -> None:

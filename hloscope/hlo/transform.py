@@ -42,6 +42,7 @@ class Unfused:
     origins: dict[tuple[str, str], Origin]
     merged: int  # duplicated producers merged into one
     bitcasts: int  # layout-only transposes and reshapes that became bitcasts
+    copies: int = 0  # copies added before in-place ops whose buffer is read later
 
 
 def _physical(shape: Shape) -> list[int]:
@@ -101,11 +102,32 @@ def _merge_key(instr: Instruction) -> Optional[tuple[object, ...]]:
     return (instr.opcode, str(instr.shape), instr.operands, attrs, instr.literal)
 
 
+# In-place ops: their result may take over operand 0's buffer (HloDataflowAnalysis's
+# in-place input/output pairs).
+_IN_PLACE = frozenset({"scatter", "dynamic-update-slice"})
+
+
+def _ancestors(name: str, by_name: dict[str, Instruction]) -> set[str]:
+    """Every instruction ``name`` depends on, through operands and control edges."""
+    seen: set[str] = set()
+    stack = [name]
+    while stack:
+        i = by_name.get(stack.pop())
+        if i is None:
+            continue
+        for o in i.operands + i.control_predecessors:
+            if o not in seen:
+                seen.add(o)
+                stack.append(o)
+    return seen
+
+
 class _Expander:
     def __init__(self, module: Module) -> None:
         self.module = module
         self.origins: dict[tuple[str, str], Origin] = {}
         self.merged = 0
+        self.copies = 0
         self.bitcasts = 0
         fused = module.fused_computation_names()
         # Names an expanded op must not take: those of the computations that stay.
@@ -191,8 +213,57 @@ class _Expander:
             if key is not None:
                 seen.setdefault(key, instr.name)
             merged.append(instr)
-        final = tuple(_rename_control(i, name_of) for i in merged)
-        return Computation(comp.name, final, comp.is_entry, comp.execution_thread)
+        final = self._copies_for_in_place(
+            comp.name, [_rename_control(i, name_of) for i in merged])
+        return Computation(comp.name, tuple(final), comp.is_entry, comp.execution_thread)
+
+    def _copies_for_in_place(self, comp_name: str,
+                             instrs: list[Instruction]) -> list[Instruction]:
+        """A copy of the buffer an expanded in-place op (scatter, dynamic-update-slice)
+        writes, where another user of that buffer may run after it: XLA's copy insertion
+        (copy_insertion.cc: a copy for each in-place operand, kept where the operand's value
+        is still read later). In the fused module the op's fusion had the operand to itself;
+        merging the producers XLA had duplicated can give it other users (measured on the cpu
+        ConvNet step: the zero broadcast of the max-pool gradient's scatter, which XLA's
+        no-fusion compile copies, and schedules the copy early)."""
+        candidates = [i for i in instrs if i.opcode in _IN_PLACE and i.operands and
+                      (comp_name, i.name) in self.origins]
+        if not candidates:
+            return instrs
+        by_name = {i.name: i for i in instrs}
+        users: dict[str, list[str]] = {}
+        for i in instrs:
+            for o in dict.fromkeys(i.operands):
+                users.setdefault(o, []).append(i.name)
+        copies: dict[str, Instruction] = {}  # in-place op → the copy it writes instead
+        for op in candidates:
+            target = op.operands[0]
+            others = [u for u in users.get(target, ()) if u != op.name]
+            if not others or target not in by_name:
+                continue
+            ancestors = _ancestors(op.name, by_name)
+            if all(u in ancestors for u in others):
+                continue  # every other reader runs before it: it may write in place
+            name = f"{target}.copy"
+            k = 1
+            while name in self.taken:
+                k += 1
+                name = f"{target}.copy{k}"
+            self.taken.add(name)
+            copies[op.name] = Instruction(name=name, opcode="copy",
+                                          shape=by_name[target].shape, operands=(target,),
+                                          metadata=op.metadata)
+        if not copies:
+            return instrs
+        self.copies += len(copies)
+        out: list[Instruction] = []
+        for i in instrs:
+            c = copies.get(i.name)
+            if c is not None:
+                out.append(c)
+                i = dataclasses.replace(i, operands=(c.name,) + i.operands[1:])
+            out.append(i)
+        return out
 
 
 @gc_paused
@@ -200,7 +271,8 @@ def unfuse(module: Module) -> Unfused:
     """Every fusion expanded into its ops in the calling computation. Names stay unique (an
     expanded op that would clash gets ``.unfused``); the fusion's root takes the fusion's name,
     so its users are unchanged; producers XLA duplicated into several fusions are merged;
-    layout-only transposes and reshapes become bitcasts, as XLA makes them outside fusions.
+    layout-only transposes and reshapes become bitcasts, as XLA makes them outside fusions;
+    an in-place op whose buffer is still read after it writes a copy (XLA's copy insertion).
     Fused computations no longer called are dropped."""
     ex = _Expander(module)
     fused = module.fused_computation_names()
@@ -208,7 +280,7 @@ def unfuse(module: Module) -> Unfused:
     m = dataclasses.replace(module, computations=comps)
     kept = {c.name for c in comps}
     return Unfused(m, {k: v for k, v in ex.origins.items() if k[0] in kept}, ex.merged,
-                   ex.bitcasts)
+                   ex.bitcasts, ex.copies)
 
 
 # ---------------------------------------------------------------------------------------------
