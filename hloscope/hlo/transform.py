@@ -150,7 +150,8 @@ class _Expander:
             shapes[instr.name] = instr.shape
 
         for instr in comp.instructions:
-            instr = _renamed(instr, name_of)
+            if not rename.keys().isdisjoint(instr.operands):  # rare: a set test in C
+                instr = _renamed(instr, name_of)
             if instr.opcode != "fusion" or not instr.called_computations:
                 emit(instr)
                 continue
@@ -177,7 +178,7 @@ class _Expander:
                 g = Instruction(
                     name=new_name, opcode=f.opcode, shape=f.shape,
                     operands=tuple(local[o] for o in f.operands),
-                    attributes=f.attributes if f.attribute("control-predecessors") is None
+                    attributes=f.attributes if not f.control_predecessors
                     else tuple(a for a in f.attributes if a.key != "control-predecessors"),
                     is_root=f.is_root and instr.is_root, parameter_number=f.parameter_number,
                     literal=f.literal, called_computations=f.called_computations,
@@ -201,7 +202,8 @@ class _Expander:
         seen: dict[tuple[object, ...], str] = {}
         merged: list[Instruction] = []
         for instr in out:
-            instr = _renamed(instr, name_of)
+            if not rename.keys().isdisjoint(instr.operands):
+                instr = _renamed(instr, name_of)
             key = _merge_key(instr)
             origin = self.origins.get((comp.name, instr.name))
             if key is not None and key in seen and not instr.is_root and origin is not None \
