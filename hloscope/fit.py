@@ -222,7 +222,7 @@ def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: O
     the model file's ``file_digest``. With ``devices`` > 1 the bytes are one device's of the
     data-parallel program (``frontends.parallel``)."""
     from hloscope import pipeline
-    from hloscope.analysis.memory import memory_report
+    from hloscope.analysis.diff import measure
     key_path = os.path.join(cache, cache_key(digest, entry, sizes, target, dtype, devices,
                                              split) + ".json")
     if os.path.exists(key_path):
@@ -233,12 +233,11 @@ def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: O
     entry_name, programs = pipeline.lower_model(path, [target], entry, sizes, dtype,
                                                 xla_unfused=False, devices=devices,
                                                 split=split, fusions=False)
+    # Only the memory figures (not the fusion clusters), measured while XLA compiled if the
+    # program was lowered in this process.
     ahead = pipeline.read_ahead(programs[0])
-    if ahead is not None:  # measured while XLA compiled
-        m = ahead[2].memory
-    else:  # only the memory figures: not the rest of diff's report
-        pre, post = pipeline.modules_of(programs[0])
-        m = memory_report(post, programs[0].backend, pre)
+    m = (ahead[2] if ahead is not None else
+         measure(*pipeline.modules_of(programs[0]), programs[0].backend, fusions=False)).memory
     totals = {}
     for way, row in (("fused", m.fused), ("unfused", m.unfused), ("eager", m.eager)):
         assert row is not None

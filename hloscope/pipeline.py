@@ -74,11 +74,10 @@ class Ahead:
     appears (frontends.jax.lower's ``on_text``): the pre-optimization text is parsed during
     XLA's compile (with its eager liveness), and the optimized one parsed and measured
     (diff.measure: liveness fused and unfused, fusion clusters, pre → post) during the
-    compile without fusion. XLA
-    releases the GIL while it compiles, so this work runs beside it; what it still costs is the
-    core it takes from XLA, whose compile uses several (benchmarks/diff_overhead.py measures
-    both). One worker thread runs the
-    steps in order; an exception there is raised where the result is asked for."""
+    compile without fusion. XLA releases the GIL while it compiles, so this work runs beside
+    it; what it still costs is the core it takes from XLA, whose compile uses several
+    (benchmarks/diff_overhead.py measures both). One worker thread runs the steps in order;
+    an exception there is raised where the result is asked for."""
 
     def __init__(self, pre_source: str, post_source: str, backend: Optional[str],
                  fusions: bool = True) -> None:

@@ -15,8 +15,7 @@ from typing import Any, Mapping, Optional
 
 from hloscope.analysis.activations import SavedGroup
 from hloscope.analysis.fusion import FusionCluster, FusionReport, fusion_report
-from hloscope.analysis.liveness import LiveValue, MemoryFigures, Timeline
-from hloscope.analysis.liveness import Analysis
+from hloscope.analysis.liveness import Analysis, LiveValue, MemoryFigures, Timeline
 from hloscope.analysis.memory import MemoryReport, memory_report
 from hloscope.analysis.summary import CollectiveCount, collectives, summarize
 from hloscope.hlo.gcpause import gc_paused

@@ -107,15 +107,12 @@ def _merge_key(instr: Instruction) -> Optional[tuple[object, ...]]:
 _IN_PLACE = frozenset({"scatter", "dynamic-update-slice"})
 
 
-def _ancestors(name: str, by_name: dict[str, Instruction]) -> set[str]:
-    """Every instruction ``name`` depends on, through operands and control edges."""
+def _ancestors(name: str, deps: dict[str, list[str]]) -> set[str]:
+    """Every instruction ``name`` depends on (``deps``: _deps of its computation)."""
     seen: set[str] = set()
     stack = [name]
     while stack:
-        i = by_name.get(stack.pop())
-        if i is None:
-            continue
-        for o in i.operands + i.control_predecessors:
+        for o in deps[stack.pop()]:
             if o not in seen:
                 seen.add(o)
                 stack.append(o)
@@ -133,6 +130,14 @@ class _Expander:
         # Names an expanded op must not take: those of the computations that stay.
         self.taken = {i.name for c in module.computations if c.name not in fused
                       for i in c.instructions}
+
+    def _fresh(self, base: str, tag: str) -> str:
+        """``base.tag``, or ``base.tag2``, ``base.tag3`` ...: the first no instruction has."""
+        name, k = f"{base}.{tag}", 1
+        while name in self.taken:
+            k += 1
+            name = f"{base}.{tag}{k}"
+        return name
 
     def expand(self, comp: Computation) -> Computation:
         taken = self.taken
@@ -166,13 +171,10 @@ class _Expander:
                     continue
                 if f.is_root:
                     new_name = instr.name  # the fusion's users keep reading the same name
+                    taken.add(new_name)
                 else:
-                    new_name = f.name
-                    k = 0
-                    while new_name in taken:
-                        k += 1
-                        new_name = f"{f.name}.unfused{k}" if k > 1 else f"{f.name}.unfused"
-                taken.add(new_name)
+                    new_name = f.name if f.name not in taken else self._fresh(f.name, "unfused")
+                    taken.add(new_name)
                 local[f.name] = new_name
                 # The constructor, not dataclasses.replace: this runs once per fused op.
                 g = Instruction(
@@ -232,7 +234,8 @@ class _Expander:
                       (comp_name, i.name) in self.origins]
         if not candidates:
             return instrs
-        by_name = {i.name: i for i in instrs}
+        comp = Computation(comp_name, tuple(instrs))
+        deps = _deps(comp)
         users: dict[str, list[str]] = {}
         for i in instrs:
             for o in dict.fromkeys(i.operands):
@@ -241,20 +244,16 @@ class _Expander:
         for op in candidates:
             target = op.operands[0]
             others = [u for u in users.get(target, ()) if u != op.name]
-            if not others or target not in by_name:
+            if not others or target not in comp:
                 continue
-            ancestors = _ancestors(op.name, by_name)
+            ancestors = _ancestors(op.name, deps)
             if all(u in ancestors for u in others):
                 continue  # every other reader runs before it: it may write in place
-            name = f"{target}.copy"
-            k = 1
-            while name in self.taken:
-                k += 1
-                name = f"{target}.copy{k}"
+            name = self._fresh(target, "copy")
             self.taken.add(name)
             copies[op.name] = Instruction(name=name, opcode="copy",
-                                          shape=by_name[target].shape, operands=(target,),
-                                          metadata=op.metadata)
+                                          shape=comp.instruction(target).shape,
+                                          operands=(target,), metadata=op.metadata)
         if not copies:
             return instrs
         self.copies += len(copies)
