@@ -195,6 +195,9 @@ class Backend:
     schedulers: tuple[str, ...] = ("list", "dfs", "post-order")
     # XLA's heap tries both orders and keeps the smaller (ChooseBestHeapAlgorithm).
     heap_orders: tuple[str, ...] = ("spatial", "temporal")
+    # Rewrites of XLA's that its no-fusion compile also switches off, taken back before the
+    # unfused estimate (transform.UNDO_STEPS; xla-no-fusion.md lists the disabled passes).
+    unfuse_undo: tuple[str, ...] = ()
 
 
 def never_share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
@@ -215,9 +218,10 @@ BACKENDS: dict[str, Backend] = {
     # XLA:GPU's hint (FusionCanShareBufferHint) adds to the generic rule: along a path of
     # elementwise ops and bitcasts the shape may change (measured: the Adam update fusions
     # share by the generic rule, a ConvNet's bitcast-then-select fusion only by the path).
+    # Its no-fusion compile disables splitk-rewriter and dot-merger: the estimate undoes both.
     "gpu": Backend("gpu", 256, _either(generic_share, _path_share(allow_other_users=False)),
                    padded_sizes=False,
-                   count_tuple_tables=True),
+                   count_tuple_tables=True, unfuse_undo=("split-k", "dot-merger")),
     # Measured on libtpu dumps of the BERT step (tpu-v3): appended tuple tables start every
     # 16 KiB and take 1 KiB each. On tpu-v4 XLA reports no temp for them (0 for programs whose
     # working set memory-space assignment moves on chip), so they are not counted there.

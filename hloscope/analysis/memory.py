@@ -65,7 +65,7 @@ class MemoryReport:
 def unfused_analysis(module: Module, backend: Backend) -> tuple[Analysis, Unfused, str]:
     """Liveness of the expanded module under each of the backend's schedulers; the cheapest
     (XLA's default memory scheduler keeps the minimum; cpu has one, breadth-first)."""
-    expanded = unfuse(module)
+    expanded = unfuse(module, backend.unfuse_undo)
     program = {c.name for c in expanded.module.computations}
     best: Optional[tuple[Analysis, str]] = None
     for name in backend.schedulers:

@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Optional
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Attribute, Computation, Instruction, Module
 from hloscope.hlo.shape import Shape
+from hloscope.hlo.undo import Undone, undo_dot_merger, undo_split_k
 
 # Ops whose duplicates are not the same value: each is a buffer or an effect of its own.
 _NEVER_MERGE = frozenset({
@@ -43,6 +44,7 @@ class Unfused:
     merged: int  # duplicated producers merged into one
     bitcasts: int  # layout-only transposes and reshapes that became bitcasts
     copies: int = 0  # copies added before in-place ops whose buffer is read later
+    undone: int = 0  # split-K dots and merged dots undone (``unfuse(undo=...)``)
 
 
 def _physical(shape: Shape) -> list[int]:
@@ -119,13 +121,24 @@ def _ancestors(name: str, deps: dict[str, list[str]]) -> set[str]:
     return seen
 
 
+# Rewrites of XLA's that its no-fusion compile switches off, undone after the expansion when
+# asked (the backend table says which: analysis/backends.py, ``Backend.unfuse_undo``).
+UNDO_STEPS = ("split-k", "dot-merger")
+
+
 class _Expander:
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, undo: tuple[str, ...] = ()) -> None:
+        unknown = [u for u in undo if u not in UNDO_STEPS]
+        if unknown:
+            raise ValueError(f"unknown undo step {unknown[0]!r}; choose from "
+                             f"{', '.join(UNDO_STEPS)}")
         self.module = module
+        self.undo = undo
         self.origins: dict[tuple[str, str], Origin] = {}
         self.merged = 0
         self.copies = 0
         self.bitcasts = 0
+        self.undone = 0
         fused = module.fused_computation_names()
         # Names an expanded op must not take: those of the computations that stay.
         self.taken = {i.name for c in module.computations if c.name not in fused
@@ -138,6 +151,28 @@ class _Expander:
             k += 1
             name = f"{base}.{tag}{k}"
         return name
+
+    def _take(self, base: str, tag: str) -> str:
+        name = self._fresh(base, tag)
+        self.taken.add(name)
+        return name
+
+    def _undo(self, comp_name: str, step: str, instrs: list[Instruction]) -> list[Instruction]:
+        """One of UNDO_STEPS on an expanded computation, on ops that came from fusions."""
+        def from_fusion(name: str) -> bool:
+            return (comp_name, name) in self.origins
+        done: Undone = undo_split_k(instrs, self.module, self._take, from_fusion) \
+            if step == "split-k" else undo_dot_merger(instrs, self._take, from_fusion)
+        if not done.count:
+            return instrs
+        for new, old in done.inherits.items():
+            origin = self.origins.get((comp_name, old))
+            if origin is not None:
+                self.origins[(comp_name, new)] = origin
+        for name in done.removed:
+            self.origins.pop((comp_name, name), None)
+        self.undone += done.count
+        return done.instructions
 
     def expand(self, comp: Computation) -> Computation:
         taken = self.taken
@@ -217,8 +252,10 @@ class _Expander:
             if key is not None:
                 seen.setdefault(key, instr.name)
             merged.append(instr)
-        final = self._copies_for_in_place(
-            comp.name, [_rename_control(i, name_of) for i in merged])
+        final = [_rename_control(i, name_of) for i in merged]
+        for step in self.undo:
+            final = self._undo(comp.name, step, final)
+        final = self._copies_for_in_place(comp.name, final)
         return Computation(comp.name, tuple(final), comp.is_entry, comp.execution_thread)
 
     def _copies_for_in_place(self, comp_name: str,
@@ -268,20 +305,21 @@ class _Expander:
 
 
 @gc_paused
-def unfuse(module: Module) -> Unfused:
+def unfuse(module: Module, undo: tuple[str, ...] = ()) -> Unfused:
     """Every fusion expanded into its ops in the calling computation. Names stay unique (an
     expanded op that would clash gets ``.unfused``); the fusion's root takes the fusion's name,
     so its users are unchanged; producers XLA duplicated into several fusions are merged;
     layout-only transposes and reshapes become bitcasts, as XLA makes them outside fusions;
     an in-place op whose buffer is still read after it writes a copy (XLA's copy insertion).
-    Fused computations no longer called are dropped."""
-    ex = _Expander(module)
+    Fused computations no longer called are dropped. ``undo`` names rewrites of XLA's
+    (UNDO_STEPS: split-K, dot merging) to take back on the expanded ops (hlo/undo.py)."""
+    ex = _Expander(module, undo)
     fused = module.fused_computation_names()
     comps = tuple(ex.expand(c) for c in module.computations if c.name not in fused)
     m = dataclasses.replace(module, computations=comps)
     kept = {c.name for c in comps}
     return Unfused(m, {k: v for k, v in ex.origins.items() if k[0] in kept}, ex.merged,
-                   ex.bitcasts, ex.copies)
+                   ex.bitcasts, ex.copies, ex.undone)
 
 
 # ---------------------------------------------------------------------------------------------
