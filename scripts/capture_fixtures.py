@@ -126,6 +126,8 @@ DUMPS = [("cpu", "bert_layer", "forward", ""), ("cpu", "scan_rnn", "forward", ""
          ("cpu", "small_models", "dropout_mlp", ""),
          ("gpu-h100", "bert_layer", "train_step", ""),
          ("gpu-h100", "small_models", "convnet_train_step", ""),
+         ("gpu-h100", "bert_layer", "forward", "nofusion"),
+         ("gpu-h100", "bert_layer", "train_step", "nofusion"),
          ("tpu-v3", "small_models", "layer_norm", ""),
          ("tpu-v3", "bert_layer", "forward", ""), ("tpu-v3", "bert_layer", "train_step", "")]
 

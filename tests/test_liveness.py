@@ -263,7 +263,15 @@ def test_tpu_temp_includes_more_than_buffer_assignment() -> None:
 CLASS_DUMPS = {"cpu_bert_layer_forward": (0, True), "cpu_scan_rnn_forward": (0, True),
                "cpu_bert_layer_bf16_train_step": (4, True),
                "cpu_bert_layer_train_step_nofusion": (58, True),
-               "gpu_bert_layer_train_step": (0, True), "gpu_convnet_train_step": (0, True)}
+               "gpu_bert_layer_train_step": (0, True), "gpu_convnet_train_step": (0, True),
+               # XLA's no-fusion compiles that keep cuBLAS: the step is 1.018x XLA. Its dump
+               # shows XLA keeping a cuBLAS matmul's aliased output (output_to_operand_aliasing,
+               # the bias added in place) in one allocation with its operand and the chain of
+               # elementwise ops after it, read through a bitcast of the tuple element; both
+               # simple readings of that (joining the aliased pair, sharing through bitcasts)
+               # were tried and moved other modules off exact (docs/memory-model.md).
+               "gpu_bert_layer_forward_nofusion": (6, True),
+               "gpu_bert_layer_train_step_nofusion": (23, False)}
 
 
 @pytest.mark.parametrize("name", sorted(CLASS_DUMPS))
