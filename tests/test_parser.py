@@ -219,3 +219,16 @@ def test_an_operand_list_across_lines_parses() -> None:
     m = parse("HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n"
               "  ROOT b = f32[] add(a,\n     a)\n}\n")
     assert m.entry.root.operands == ("a", "a")
+
+
+def test_blanks_are_never_tokens() -> None:
+    """Blanks are matched with the token after them (one regex match per token): positions
+    still point at the token, and blanks at the end of the text or of a line make nothing."""
+    from hloscope.hlo.parser import tokenize
+    kinds, values, starts = tokenize("a  =\t b  \n\x0b c  ")
+    assert kinds == ["NAME", "PUNCT", "NAME", "NL", "NAME", "EOF"]
+    assert values == ["a", "=", "b", "\n", "c", ""]
+    assert starts == [0, 3, 6, 9, 12, 15]
+    # Punctuation the grammar reads, before or after what starts with the same character.
+    assert tokenize("{a} -> -1 .5 ~")[0] == ["BRACED", "ARROW", "NUMBER", "NUMBER", "PUNCT",
+                                              "EOF"]

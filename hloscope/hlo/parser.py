@@ -67,18 +67,24 @@ class HloParseError(Exception):
 
 # Token kinds. SHAPE is a whole array shape with its layout; BRACED is a brace group with no
 # brace nested inside (metadata, dimensions, most attribute values), so the grammar sees it once.
+# Whitespace before a token is part of its match (a third of the matches were blanks), and the
+# alternatives are tried most frequent first where no other token can start with the same
+# character: the five punctuation marks that open or close nothing, then shapes and names.
+# OTHER is punctuation too (PUNCT to the parser), after the tokens that start with it.
 _TOKEN_RE = re.compile(
-    r"(?P<NL>\n)"
-    r"|(?P<WS>[ \t\r\f\v]+)"
+    r"[ \t\r\f\v]*(?:"
+    r"(?P<PUNCT>[(),=:])"
+    r"|(?P<SHAPE>[a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?)"
+    r"|(?P<NAME>%?[A-Za-z_][A-Za-z0-9_.]*(?:-[A-Za-z0-9_.]+)*)"
+    r"|(?P<NL>\n)"
+    r'|(?P<BRACED>\{(?:[^{}"\n]|"(?:[^"\\\n]|\\.)*")*\})'
     r"|(?P<COMMENT>//[^\n]*|/\*[\s\S]*?\*/)"
     r'|(?P<STRING>"(?:[^"\\\n]|\\.)*")'
-    r"|(?P<SHAPE>[a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?)"
-    r'|(?P<BRACED>\{(?:[^{}"\n]|"(?:[^"\\\n]|\\.)*")*\})'
-    r"|(?P<NAME>%?[A-Za-z_][A-Za-z0-9_.]*(?:-[A-Za-z0-9_.]+)*)"
     r"|(?P<NUMBER>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
     r"|(?P<ARROW>->)"
-    r"|(?P<PUNCT>[{}()\[\],=:*<>?+\-/.|!@#$^&~;'`])"
-    r"|(?P<ERROR>.)"
+    r"|(?P<OTHER>[{}\[\]*<>?+\-/.|!@#$^&~;'`])"
+    r"|(?P<ERROR>[^ \t\r\f\v])"  # blanks are never a token, not even at the end
+    r")"
 )
 
 _SINGLE_TOKEN_VALUES = frozenset({"BRACED", "NAME", "NUMBER", "STRING"})
@@ -104,19 +110,19 @@ def tokenize(text: str, pos: int = 0,
     add_kind, add_value, add_start = kinds.append, values.append, starts.append
     for m in _TOKEN_RE.finditer(text, pos, endpos):
         kind = m.lastgroup
-        if kind == "WS":
-            continue
+        if kind is None:
+            continue  # blanks at the end
         if kind == "COMMENT":
             # XLA's lexer skips `//` to the line end and `/* ... */`; a block comment that
             # spans lines still ends the line it started on.
-            if "\n" in m.group():
+            if "\n" in m.group(kind):
                 add_kind("NL")
                 add_value("\n")
-                add_start(m.start())
+                add_start(m.start(kind))
             continue
-        add_kind(kind)  # type: ignore[arg-type]
-        add_value(m.group())
-        add_start(m.start())
+        add_value(m.group(kind))
+        add_start(m.start(kind))
+        add_kind("PUNCT" if kind == "OTHER" else kind)
     kinds.append("EOF")
     values.append("")
     starts.append(endpos)
