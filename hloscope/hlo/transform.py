@@ -367,16 +367,22 @@ def _depth_first(comp: Computation, deps: dict[str, list[str]]) -> list[Instruct
         if start in done:
             return
         done.add(start)
-        stack = [(start, iter(deps[start]))]
-        while stack:
-            n, it = stack[-1]
-            nxt = next((o for o in it if o not in done), None)
-            if nxt is None:
-                stack.pop()
-                order.append(n)
+        # Two parallel stacks: the instruction and how far through its operands the walk is
+        # (a loop over indices; a generator per step cost half the walk).
+        names, at = [start], [0]
+        while names:
+            d = deps[names[-1]]
+            k, n = at[-1], len(d)
+            while k < n and d[k] in done:
+                k += 1
+            if k == n:
+                order.append(names.pop())
+                at.pop()
             else:
-                done.add(nxt)
-                stack.append((nxt, iter(deps[nxt])))
+                at[-1] = k + 1
+                done.add(d[k])
+                names.append(d[k])
+                at.append(0)
 
     for i in comp.instructions:
         if i.name not in used:
