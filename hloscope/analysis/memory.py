@@ -60,6 +60,8 @@ class MemoryReport:
     unfused_merged_duplicates: int = 0
     timelines: tuple[Timeline, ...] = ()  # fused, unfused, then eager when given ``pre``
     saved: Optional[SavedActivations] = None  # a training step's, in the fused program
+    # XLA rewrites taken back before the unfused estimate (split-K, merged dots; gpu)
+    unfused_undone: int = 0
 
 
 def unfused_analysis(module: Module, backend: Backend) -> tuple[Analysis, Unfused, str]:
@@ -133,4 +135,4 @@ def memory_report(module: Module, backend: Optional[str] = None,
     return MemoryReport("hloscope.memory/1", module.name, module.source, be.name,
                         fused_figures, unfused.figures, schedule, detail,
                         eager.figures if eager is not None else None, expanded.merged,
-                        tuple(timelines), saved)
+                        tuple(timelines), saved, expanded.undone)

@@ -125,7 +125,9 @@ def render_memory(r: MemoryReport, top: int = 10, by: str = "scope") -> str:
     lines += table(rows)
     lines.append(f"  (temp packed is XLA's temp_size_in_bytes; unfused: every fusion expanded, "
                  f"re-scheduled {r.unfused_schedule}, {r.unfused_merged_duplicates} duplicated "
-                 "producers merged)")
+                 "producers merged" + (f", {r.unfused_undone} split-K or merged dots taken back "
+                                       "as XLA's no-fusion compile leaves them"
+                                       if r.unfused_undone else "") + ")")
     saved = r.unfused.temp_packed_bytes - r.fused.temp_packed_bytes
     e = r.eliminated
     lines += ["", f"memory saved by fusion (unfused - fused temp packed): {saved:,} B "
