@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 from hloscope.analysis.diff import Measured, Report, TargetReport, measure, report, \
     target_report
 from hloscope.analysis.liveness import Analysis
+from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Module
 from hloscope.hlo.parser import parse
 
@@ -52,6 +53,7 @@ Modules = dict[str, tuple[Module, Module]]  # target → (pre, post), kept for p
 VERIFY = True
 
 
+@gc_paused
 def read_module(text: str, source: str) -> Module:
     """One module parsed and, unless `--no-verify`, verified."""
     module = parse(text, source)
@@ -95,11 +97,13 @@ class Ahead:
         elif kind == "post" and self._pre is not None:
             self._result = self._pool.submit(self._measure, self._pre, text)
 
+    @gc_paused
     def _read_pre(self, text: str) -> tuple[Module, Analysis]:
         from hloscope.analysis.memory import eager_analysis
         pre = read_module(text, self.sources[0])
         return pre, eager_analysis(pre)
 
+    @gc_paused
     def _measure(self, pre_read: "Future[tuple[Module, Analysis]]",
                  text: str) -> tuple[Module, Module, Measured]:
         pre, eager = pre_read.result()
@@ -125,6 +129,7 @@ def read_ahead(program: Program) -> Optional[tuple[Module, Module, Measured]]:
     return program.ahead.result(program) if program.ahead is not None else None
 
 
+@gc_paused
 def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) -> TargetReport:
     ahead = read_ahead(program)
     if ahead is not None:

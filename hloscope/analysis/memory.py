@@ -21,6 +21,7 @@ from hloscope.analysis.backends import EAGER, Backend, backend_for
 from hloscope.analysis.fusion import trim_scope
 from hloscope.analysis.liveness import (VIEWS, Analysis, Eliminated, MemoryFigures, Timeline,
                                        analyze, timeline_of)
+from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Module
 from hloscope.hlo.transform import SCHEDULERS, Unfused, reschedule, unfuse
 
@@ -115,6 +116,7 @@ def eager_analysis(pre: Module) -> Analysis:
     return analyze(pre, EAGER)
 
 
+@gc_paused
 def memory_report(module: Module, backend: Optional[str] = None,
                   pre: Optional[Module] = None,
                   eager_of_pre: Optional[Analysis] = None) -> MemoryReport:

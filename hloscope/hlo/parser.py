@@ -129,7 +129,6 @@ def tokenize(text: str, pos: int = 0,
     return kinds, values, starts
 
 
-@gc_paused  # see gcpause: without it, parse time grew faster than the text
 def source_text(text: Union[str, bytes], source: str = "<string>") -> str:
     """The text the parser reads, and that its positions (and the verifier's) refer to:
     decoded from UTF-8, with ``\r\n`` and ``\r`` line ends made ``\n`` (Windows and old Mac
@@ -141,6 +140,7 @@ def source_text(text: Union[str, bytes], source: str = "<string>") -> str:
     return text
 
 
+@gc_paused  # see gcpause: without it, parse time grew faster than the text
 def parse(text: Union[str, bytes], source: str = "<string>") -> Module:
     """Parse HLO text into a Module. Raises HloParseError on any malformed input."""
     text = source_text(text, source)

@@ -6,6 +6,8 @@ import dataclasses
 import json
 from typing import Any
 
+from hloscope.hlo.gcpause import gc_paused
+
 
 def to_plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -18,5 +20,6 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+@gc_paused
 def render(report: Any) -> str:
     return json.dumps(to_plain(report), indent=2) + "\n"
