@@ -3,11 +3,11 @@ unfused estimate of a gpu module is comparable to it (docs/memory-model.md,
 ``shared/reference/xla-no-fusion.md``: the gpu pass list disables ``splitk-rewriter`` and
 ``dot-merger``).
 
-- **split-K** (xla/service/gpu/transforms/splitk_rewriter and the Triton GEMM's split-K): a dot
+- **split-K** (the ``splitk-rewriter`` pass, for Triton GEMM fusions): a dot
   whose contracting dimension was split into ``K`` slabs computes ``K`` partial products along a
   new batch dimension, and a ``reduce(add)`` over that dimension sums them. Undone, it is one
   dot over the unsplit contracting dimension: the ``K``-times larger partials never exist.
-- **dot-merger** (xla/service/dot_merger.cc): dots that share an operand become one dot over
+- **dot-merger** (the ``dot-merger`` pass): dots that share an operand become one dot over
   the other operands concatenated along a free dimension, and slices give back each result.
   Undone, each slice is its own dot again: neither the concatenation nor the merged result
   exists.
