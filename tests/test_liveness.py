@@ -303,3 +303,41 @@ def test_allocation_classes_agree_with_the_dump(name: str) -> None:
     assert checked > 20 and different == mismatches
     temp = sum(al.size for al in allocations if al.kind == TEMP)
     assert (a.figures.temp_packed_bytes == temp) is exact
+
+
+def test_compare_assignment_with_the_dump() -> None:
+    """compare_assignment (and scripts/compare_dump.py over it) says where hloscope's
+    assignment and XLA's differ: nowhere on the cpu forward; on the gpu step compiled without
+    fusion but with cuBLAS, among others, the matmul that adds its bias in place takes over the
+    copied bias operand's buffer in XLA only (docs/memory-model.md)."""
+    import subprocess
+    import sys
+
+    from hloscope.analysis.xla_dump import Sharing, compare_assignment
+
+    def compared(name: str):  # type: ignore[no-untyped-def]
+        d = fixture_path("dumps", name)
+        (ba,) = glob.glob(f"{d}/*after_optimizations-buffer-assignment.txt")
+        (post,) = glob.glob(f"{d}/*after_optimizations.txt")
+        a = analyze(hloscope.parse_file(post), name.split("_")[0])
+        return compare_assignment(a, read_buffer_assignment(open(ba).read()))
+
+    cpu = compared("cpu_bert_layer_forward")
+    assert cpu.temp_ours == cpu.temp_xla == 3_539_968
+    assert cpu.class_mismatches == cpu.xla_only == cpu.ours_only == ()
+    gpu = compared("gpu_bert_layer_train_step_nofusion")
+    assert (gpu.temp_ours, gpu.temp_xla) == (21_894_160, 21_500_944)
+    assert len(gpu.class_mismatches) == CLASS_DUMPS["gpu_bert_layer_train_step_nofusion"][0]
+    assert Sharing(("copy.3", ()), ("cublas-lt-matmul.15", (0,)), "copy.3") in gpu.xla_only
+    assert gpu.ours_only  # it shares others instead
+    script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "scripts",
+                          "compare_dump.py")
+    proc = subprocess.run([sys.executable, script,
+                           fixture_path("dumps", "gpu_bert_layer_train_step_nofusion")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "cublas-lt-matmul.15{0} takes over copy.3" in proc.stdout
+    assert "(1.0183)" in proc.stdout.splitlines()[0]
+    proc = subprocess.run([sys.executable, script, fixture_path("cpu")], capture_output=True,
+                          text=True)
+    assert proc.returncode == 2 and "no module with" in proc.stderr

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from hloscope.analysis.liveness import Analysis
 
 _ALLOCATION = re.compile(r"^allocation (\d+): size (\d+), (.*):$")
 _VALUE = re.compile(r"^ value: <(\d+) (\S+?)(\{[\d,]*\})?( \(phi\))? @\d+> "
@@ -124,3 +128,87 @@ def dump_modules(directory: str) -> tuple[DumpModule, ...]:
         slot.setdefault(kind, os.path.join(directory, entry))
     return tuple(DumpModule(n, name, f.get("before"), f.get("after"), f.get("ba"))
                  for (n, name), f in sorted(files.items()))
+
+
+# --- hloscope's assignment against XLA's, value by value -------------------------------------
+
+Key = tuple[str, tuple[int, ...]]  # (instruction, shape index): a value in both lists
+
+
+@dataclass(frozen=True, slots=True)
+class ClassMismatch:
+    value: Key
+    ours: str  # hloscope's buffer class
+    xla: str  # XLA's allocation kind
+
+
+@dataclass(frozen=True, slots=True)
+class Sharing:
+    """A value stored where its operand was, the operand dying at it: ``via`` is the operand
+    as the consumer names it (the value itself, a bitcast of it, a tuple element)."""
+
+    operand: Key
+    consumer: Key
+    via: str
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    temp_ours: int  # hloscope's packed temp
+    temp_xla: int  # XLA's device-memory temp allocations
+    class_mismatches: tuple[ClassMismatch, ...]
+    xla_only: tuple[Sharing, ...]  # sharing XLA does and hloscope does not
+    ours_only: tuple[Sharing, ...]
+
+
+def compare_assignment(analysis: "Analysis",
+                       allocations: tuple[DumpAllocation, ...]) -> Comparison:
+    """Where hloscope's buffer assignment (``analysis``, of the dump's own optimized module)
+    and XLA's differ: values in another class, and operand buffers one side lets a consumer
+    take over and the other does not. The sharing lists are what to read first when the
+    totals disagree."""
+    where_xla: dict[Key, tuple[int, int]] = {}
+    kind_xla: dict[Key, str] = {}
+    for a in allocations:
+        for dv in a.values:
+            where_xla[(dv.instruction, dv.index)] = (a.index, dv.offset)
+            kind_xla[(dv.instruction, dv.index)] = a.kind
+    where_ours: dict[Key, tuple[int, int]] = {}
+    cls_ours: dict[Key, str] = {}
+    for b in analysis.buffers:
+        for vid in b.values:
+            v = analysis.values[vid]
+            where_ours[(v.instruction, v.index)] = (b.id, 0)
+            cls_ours[(v.instruction, v.index)] = b.cls
+    mismatches = tuple(ClassMismatch(k, cls_ours[k], kind_xla[k]) for k in sorted(cls_ours)
+                       if k in kind_xla and kind_xla[k] in ("parameter", "output", "temp")
+                       and cls_ours[k] != kind_xla[k])
+    instr = {(c, i.name): i for c, i in analysis.schedule}
+    by_key = {(v.instruction, v.index): v for v in analysis.values}
+    candidates: list[Sharing] = []
+    for v in analysis.values:
+        user = instr.get((v.computation, v.instruction))
+        if user is None or v.is_table:
+            continue
+        for op in dict.fromkeys(user.operands):
+            name, index = op, cast(tuple[int, ...], ())
+            while (src := instr.get((v.computation, name))) is not None and \
+                    src.opcode == "bitcast" and src.operands:
+                name = src.operands[0]
+            src = instr.get((v.computation, name))
+            if src is not None and src.opcode == "get-tuple-element" and src.operands:
+                name, index = src.operands[0], (src.tuple_index or 0,)
+            u = by_key.get((name, index))
+            if u is not None and u.id != v.id and u.end == v.start:
+                candidates.append(Sharing((u.instruction, u.index), (v.instruction, v.index),
+                                          op))
+
+    def shared(where: dict[Key, tuple[int, int]], s: Sharing) -> bool:
+        a, b = where.get(s.operand), where.get(s.consumer)
+        return a is not None and a == b
+
+    temp_xla = sum(a.size for a in allocations if a.kind == "temp" and a.color == 0)
+    return Comparison(
+        analysis.figures.temp_packed_bytes, temp_xla, mismatches,
+        tuple(s for s in candidates if shared(where_xla, s) and not shared(where_ours, s)),
+        tuple(s for s in candidates if shared(where_ours, s) and not shared(where_xla, s)))

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""hloscope's buffer assignment against XLA's own, value by value, for one --xla_dump_to
+module: the temp totals, values in another class, and the operand buffers one side lets a
+consumer take over and the other does not (read these first when the totals disagree).
+
+  python scripts/compare_dump.py fixtures/dumps/gpu_bert_layer_train_step_nofusion
+  python scripts/compare_dump.py DUMP_DIR --module jit_forward --backend gpu
+
+Needs no JAX: it reads the dump's after-optimizations text and buffer assignment."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from hloscope.analysis.liveness import analyze  # noqa: E402
+from hloscope.analysis.xla_dump import (Sharing, compare_assignment, dump_modules,  # noqa: E402
+                                        read_buffer_assignment)
+from hloscope.hlo.parser import parse_file  # noqa: E402
+
+
+def _name(key: tuple[str, tuple[int, ...]]) -> str:
+    name, index = key
+    return name + ("{" + ",".join(map(str, index)) + "}" if index else "")
+
+
+def _sharing(s: Sharing) -> str:
+    via = "" if s.via == s.operand[0] else f"  (read as {s.via})"
+    return f"  {_name(s.consumer)} takes over {_name(s.operand)}{via}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("directory")
+    ap.add_argument("--module", help="the module's name (default: the last with a buffer "
+                    "assignment)")
+    ap.add_argument("--backend", help="cpu, gpu, tpu (default: from the module text)")
+    a = ap.parse_args()
+    modules = [m for m in dump_modules(a.directory) if m.after and m.buffer_assignment
+               and (a.module is None or m.name == a.module)]
+    if not modules:
+        print(f"{a.directory}: no module with an after-optimizations text and a buffer "
+              "assignment" + (f" named {a.module}" if a.module else ""), file=sys.stderr)
+        return 2
+    m = modules[-1]
+    assert m.after is not None and m.buffer_assignment is not None
+    with open(m.buffer_assignment) as f:
+        allocations = read_buffer_assignment(f.read())
+    c = compare_assignment(analyze(parse_file(m.after), a.backend), allocations)
+    ratio = f"{c.temp_ours / c.temp_xla:.4f}" if c.temp_xla else "-"
+    print(f"{m.label}: temp hloscope {c.temp_ours:,} B, XLA {c.temp_xla:,} B ({ratio})")
+    print(f"values in another class: {len(c.class_mismatches)}")
+    for x in c.class_mismatches:
+        print(f"  {_name(x.value)}: hloscope {x.ours}, XLA {x.xla}")
+    for label, pairs in (("sharing XLA does, hloscope not", c.xla_only),
+                         ("sharing hloscope does, XLA not", c.ours_only)):
+        print(f"{label}: {len(pairs)}")
+        for s in pairs:
+            print(_sharing(s))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
