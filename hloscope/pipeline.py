@@ -97,13 +97,11 @@ class Ahead:
         elif kind == "post" and self._pre is not None:
             self._result = self._pool.submit(self._measure, self._pre, text)
 
-    @gc_paused
     def _read_pre(self, text: str) -> tuple[Module, Analysis]:
         from hloscope.analysis.memory import eager_analysis
         pre = read_module(text, self.sources[0])
         return pre, eager_analysis(pre)
 
-    @gc_paused
     def _measure(self, pre_read: "Future[tuple[Module, Analysis]]",
                  text: str) -> tuple[Module, Module, Measured]:
         pre, eager = pre_read.result()
@@ -129,7 +127,6 @@ def read_ahead(program: Program) -> Optional[tuple[Module, Module, Measured]]:
     return program.ahead.result(program) if program.ahead is not None else None
 
 
-@gc_paused
 def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) -> TargetReport:
     ahead = read_ahead(program)
     if ahead is not None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import hloscope
+from hloscope.hlo.attributes import parse_int_list
 from hloscope.hlo.ir import Computation, Instruction, Module
 from hloscope.hlo.printer import print_module
 from hloscope.hlo.transform import UNDO_STEPS, unfuse
@@ -87,7 +88,7 @@ ENTRY main {
 
 
 def _ints(instr: Instruction, key: str) -> list[int]:
-    return [int(x) for x in (instr.attribute(key) or "{}").strip("{}").split(",") if x]
+    return list(parse_int_list(instr.attribute(key) or "{}"))
 
 
 def _dot(lhs: np.ndarray, rhs: np.ndarray, instr: Instruction) -> np.ndarray:

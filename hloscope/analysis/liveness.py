@@ -429,8 +429,9 @@ class _OutputFilter:
     tables never take an array and are left out."""
 
     def __init__(self, slots: list["_Slot"]) -> None:
+        # Every output allocation has its group's members from the start.
         keep = [(k, max(s.members, key=lambda m: (m.end - m.start, -m.start)))
-                for k, s in enumerate(slots) if s.members and not s.is_table]
+                for k, s in enumerate(slots) if not s.is_table]
         # Allocations by their member's start, and the masks of those starting at or after
         # each; likewise by end, the masks of those ending at or before each.
         by_start = sorted(keep, key=lambda kw: kw[1].start)
@@ -443,15 +444,11 @@ class _OutputFilter:
         self.end_at_or_before = [0] * (len(keep) + 1)
         for i, (k, _) in enumerate(by_end):
             self.end_at_or_before[i + 1] = self.end_at_or_before[i] | (1 << k)
-        self.empty = 0  # allocations with no member yet (none in practice) are always tried
-        for k, s in enumerate(slots):
-            if not s.members:
-                self.empty |= 1 << k
 
     def __call__(self, first: int, vs: int, ve: int) -> Iterator[int]:
         # Not strictly overlapping the kept member w: w.start >= ve or w.end <= vs.
         bits = self.start_at_or_after[bisect.bisect_left(self.starts, ve)] | \
-            self.end_at_or_before[bisect.bisect_right(self.ends, vs)] | self.empty
+            self.end_at_or_before[bisect.bisect_right(self.ends, vs)]
         bits = (bits >> first) << first
         while bits:
             low = bits & -bits

@@ -286,8 +286,7 @@ class _Expander:
             ancestors = _ancestors(op.name, deps)
             if all(u in ancestors for u in others):
                 continue  # every other reader runs before it: it may write in place
-            name = self._fresh(target, "copy")
-            self.taken.add(name)
+            name = self._take(target, "copy")
             copies[op.name] = Instruction(name=name, opcode="copy",
                                           shape=comp.instruction(target).shape,
                                           operands=(target,), metadata=op.metadata)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional
 
+from hloscope.hlo.attributes import parse_int_list
 from hloscope.hlo.ir import Attribute, Instruction, Module
 from hloscope.hlo.shape import Shape, parse_array_shape
 
@@ -46,8 +47,7 @@ class Undone:
 
 
 def _dims(instr: Instruction, key: str) -> list[int]:
-    raw = instr.attribute(key) or "{}"
-    return [int(x) for x in raw.strip("{}").split(",") if x.strip()]
+    return list(parse_int_list(instr.attribute(key) or "{}"))
 
 
 def _physical(shape: Shape) -> list[int]:
