@@ -221,6 +221,44 @@ def test_an_operand_list_across_lines_parses() -> None:
     assert m.entry.root.operands == ("a", "a")
 
 
+# Texts where a token's first character does not decide its kind, or where the matches do
+# not tile the text: the fast path (findall, kinds from the first character) must agree with
+# the general one (a regex match object per token) on each.
+_KIND_EDGE_CASES = [
+    "%", "% a", "a %", '"', '"a"', '"a\\"b"', '""', "/", "a / b", "{", "{}", "{a}", "{ {a} }",
+    "-", "->", "-1", "-.5", "+", "+2", ".", ".5", "5.", "1e-3", "f32[2]{0}", "f32[2", "f32",
+    "s32[] add(a, /*index=5*/b)", "a // to the end\nb", "a /* over\nlines */ b", "\u00e9",
+    "x \\ y", "a\tb\x0bc  ", "",
+]
+
+
+@pytest.mark.parametrize("text", _KIND_EDGE_CASES)
+def test_tokenize_agrees_with_the_general_path(text: str) -> None:
+    from hloscope.hlo.parser import _tokenize_matches, tokenize
+    assert tokenize(text) == _tokenize_matches(text, 0, len(text))
+    if len(text) > 2:  # a window inside the text, as refill tokenizes
+        assert tokenize(text, 1, len(text) - 1) == _tokenize_matches(text, 1, len(text) - 1)
+
+
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_tokenize_agrees_with_the_general_path_on_fixtures(path: str) -> None:
+    from hloscope.hlo.parser import _tokenize_matches, tokenize
+    with open(path) as f:
+        text = f.read()
+    assert tokenize(text) == _tokenize_matches(text, 0, len(text))
+
+
+def test_metadata_is_decoded_once_per_text() -> None:
+    """Instructions with the same metadata text share one (frozen) OpMetadata."""
+    m = parse('HloModule m\nENTRY e {\n'
+              '  a = f32[] parameter(0), metadata={op_name="f/x" source_line=3}\n'
+              '  b = f32[] negate(a), metadata={op_name="f/x" source_line=3}\n'
+              '  ROOT c = f32[] negate(b), metadata={op_name="f/y" source_line=4}\n}\n')
+    a, b, c = m.entry.instructions
+    assert a.metadata is b.metadata and a.metadata.source_line == 3
+    assert c.metadata is not None and c.metadata.op_name == "f/y"
+
+
 def test_blanks_are_never_tokens() -> None:
     """Blanks are matched with the token after them (one regex match per token): positions
     still point at the token, and blanks at the end of the text or of a line make nothing."""

@@ -1,7 +1,7 @@
 """HLO text → hloscope.hlo.ir.Module.
 
-One tokenizer (a compiled regular expression with named groups) and one recursive-descent
-method per grammar rule. Every error is an HloParseError that points at a character: file, line,
+One tokenizer (a compiled regular expression, with named groups for the general path and
+without them for the fast one) and one recursive-descent method per grammar rule. Every error is an HloParseError that points at a character: file, line,
 column, what was expected and what was found. A module is returned whole or not at all.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from itertools import accumulate, compress, repeat
+from operator import sub
 from typing import Optional, Union
 
 from hloscope.hlo import attributes as attrs
@@ -22,6 +24,7 @@ from hloscope.hlo.ir import (
     FusionKind,
     Instruction,
     Module,
+    OpMetadata,
     StackFrame,
     StackFrameIndex,
 )
@@ -87,6 +90,9 @@ _TOKEN_RE = re.compile(
     r")"
 )
 
+# The same tokens without the groups, for tokenize's findall (a token's kind is told from
+# its text there).
+_LEX_RE = re.compile(re.sub(r"\(\?P<[A-Z]+>", "(?:", _TOKEN_RE.pattern))
 _SINGLE_TOKEN_VALUES = frozenset({"BRACED", "NAME", "NUMBER", "STRING"})
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _OPEN = frozenset("{([")
@@ -104,6 +110,69 @@ def tokenize(text: str, pos: int = 0,
     """
     if endpos is None:
         endpos = len(text)
+    # Every character up to the last token belongs to a match (ERROR takes any other one):
+    # the matches tile the text, and their lengths give the offsets. findall and map run in
+    # C; the one loop in Python below names each token's kind from its first character,
+    # which decides it for most (_kind_of tells the others apart).
+    matches = _LEX_RE.findall(text, pos, endpos)
+    values = list(map(str.lstrip, matches, repeat(_BLANKS, len(matches))))
+    ends = accumulate(map(len, matches), initial=pos)
+    next(ends)
+    starts = list(map(sub, ends, map(len, values)))
+    first = _FIRST_KIND.get
+    kinds = [first(v[0]) or _kind_of(v) for v in values]
+    if "%" in values:  # a '%' with no name after it
+        kinds = [("ERROR" if v == "%" else k) for k, v in zip(kinds, values)]
+    if "COMMENT" in kinds:
+        if any("\n" in v for k, v in zip(kinds, values) if k == "COMMENT"):
+            # A block comment over lines ends the line it started on: the general path.
+            return _tokenize_matches(text, pos, endpos)
+        keep = [k != "COMMENT" for k in kinds]
+        kinds = list(compress(kinds, keep))
+        values = list(compress(values, keep))
+        starts = list(compress(starts, keep))
+    kinds.append("EOF")
+    values.append("")
+    starts.append(endpos)
+    return kinds, values, starts
+
+
+# The one kind that a token's first character implies, where it implies one.
+_BLANKS = " \t\r\f\v"
+_FIRST_KIND = {
+    **dict.fromkeys("(),=:*<>?|!@#$^&~;'`}[]", "PUNCT"),
+    **dict.fromkeys("%ABCDEFGHIJKLMNOPQRSTUVWXYZ_", "NAME"),
+    **dict.fromkeys("0123456789", "NUMBER"),
+    "\n": "NL",
+}
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+
+
+def _kind_of(value: str) -> str:
+    """The kind of a token whose first character does not decide it: a lower-case start is a
+    SHAPE (which ends with its dimensions or layout) or a NAME; '{' a brace group or the
+    brace alone; '-', '+' and '.' a number, the arrow or the mark alone; '"' a string or an
+    unterminated quote; '/' a comment or the slash alone."""
+    c = value[0]
+    if c in _LOWER:
+        return "SHAPE" if value[-1] in "]}" else "NAME"
+    if c == "{":
+        return "BRACED" if len(value) > 1 else "PUNCT"
+    if c in "-+.":
+        if value == "->":
+            return "ARROW"
+        return "NUMBER" if len(value) > 1 else "PUNCT"
+    if c == '"':
+        return "STRING" if len(value) > 1 else "ERROR"
+    if c == "/":
+        return "COMMENT" if len(value) > 1 else "PUNCT"
+    return "ERROR"
+
+
+def _tokenize_matches(text: str, pos: int, endpos: int) -> tuple[list[str], list[str],
+                                                                   list[int]]:
+    """tokenize, one match at a time (for a block comment over lines, which stands for an NL
+    token of its own)."""
     kinds: list[str] = []
     values: list[str] = []
     starts: list[int] = []
@@ -209,6 +278,10 @@ class _Parser:
         self.inline: list[Computation] = []
         self.spans: dict[tuple[str, str], tuple[int, int]] = {}
         self.anonymous_count = 0
+        # Decoded metadata by its text: a module repeats a few thousand distinct ones many
+        # times (BERT-Large's optimized step: 25,065 written, 4,320 distinct), and OpMetadata
+        # is frozen, so instructions can share one.
+        self.metadata: dict[str, OpMetadata] = {}
 
     def _chunk_end(self, pos: int) -> int:
         """The end of the line that holds ``pos + window`` (or the end of the text)."""
@@ -808,7 +881,9 @@ class _Parser:
             key = a.key
             try:
                 if key == "metadata":
-                    metadata = attrs.parse_metadata(a.value)
+                    metadata = self.metadata.get(a.value)
+                    if metadata is None:
+                        metadata = self.metadata[a.value] = attrs.parse_metadata(a.value)
                 elif key in COMPUTATION_ATTRIBUTES:
                     names = attrs.parse_name_list(a.value)
                     called += names
