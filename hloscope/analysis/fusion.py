@@ -37,7 +37,15 @@ _JIT_PREFIX = re.compile(r"^(?:jit|pjit|xla_computation)\([^/]*\)/")
 def trim_scope(op_name: str) -> str:
     """``jit(forward)/attention/softmax/exp`` → ``attention/softmax/exp``: the outer jit
     wrapper names the traced function, which every op of the module shares."""
-    return _JIT_PREFIX.sub("", op_name, count=1)
+    hit = _trimmed.get(op_name)
+    if hit is None:
+        hit = _JIT_PREFIX.sub("", op_name, count=1)
+        if len(_trimmed) < 100_000:  # a module has a few thousand distinct op_names
+            _trimmed[op_name] = hit
+    return hit
+
+
+_trimmed: dict[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,8 +343,14 @@ def _compose(prefix: str, op_name: str) -> str:
     return f"{prefix}/{op_name}"
 
 
-def _dims_key(instr: Instruction) -> tuple[str, str]:
-    return instr.opcode, instr.shape.format(layout=False)
+def _dims_key(instr: Instruction, texts: dict[int, str]) -> tuple[str, str]:
+    """Opcode and shape without layout; ``texts`` keeps each shape object's text (the parser
+    shares one object per distinct shape)."""
+    shape = instr.shape
+    text = texts.get(id(shape))
+    if text is None:
+        text = texts[id(shape)] = shape.format(layout=False)
+    return instr.opcode, text
 
 
 @gc_paused
@@ -359,6 +373,9 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
     fused_keys: dict[tuple[str, str], set[str]] = {}
     fused_names: dict[str, set[str]] = {}
     fused_shapes: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    # Shape texts by object; the shapes stay referenced by the modules meanwhile, so no id is
+    # reused.
+    texts: dict[int, str] = {}
     for comp in post.computations:
         is_top = comp.name in top_level
         owner = fused_owner.get(comp.name)
@@ -369,12 +386,12 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
             key = (name, _source(post, instr, post_frames))
             if is_top:
                 if instr.opcode != "fusion":
-                    top_shapes.setdefault(_dims_key(instr), []).append(name)
+                    top_shapes.setdefault(_dims_key(instr, texts), []).append(name)
                 if name:
                     top_keys.add(key)
                     top_names.add(name)
             elif owner is not None:
-                fused_shapes.setdefault(_dims_key(instr), []).append((name, owner))
+                fused_shapes.setdefault(_dims_key(instr, texts), []).append((name, owner))
                 if name:
                     fused_keys.setdefault(key, set()).add(owner)
                     fused_names.setdefault(name, set()).add(owner)
@@ -415,7 +432,7 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
             else:
                 full = prefix
                 matched = "opcode+shape"
-                dk = _dims_key(instr)
+                dk = _dims_key(instr, texts)
                 if instr.opcode == "parameter" or any(
                         n.startswith(prefix) for n in top_shapes.get(dk, ())):
                     status = MATERIALIZED
@@ -427,7 +444,7 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
             counts[status] += 1
             ops.append(PreOp(instr.name, comp.name, instr.opcode, str(instr.shape),
                              instr.shape.total_logical_bytes, trim_scope(full), src, status,
-                             matched, tuple(sorted(set(fusions)))))
+                             matched, tuple(sorted(set(fusions))) if fusions else ()))
     total = len(ops)
     return PrePostMap(tuple(ops), counts[MATERIALIZED], counts[FUSED], counts[GONE],
                       by_metadata, (by_metadata + by_users) / total if total else 1.0,
