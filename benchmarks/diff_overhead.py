@@ -11,15 +11,18 @@ Adam training step (seq 512, cpu).
 Two figures for hloscope: its work alone (serial, after JAX is done: the CPU time it costs),
 and what it adds to the wall time of a real run, where pipeline.Ahead parses the pre text
 during XLA's compile and the optimized text during the compile without fusion (XLA releases
-the GIL). Each wall time is the best of --repeat runs, since a compile's time varies by a few
-tenths of a second from run to run. Needs JAX.
-Usage: python benchmarks/diff_overhead.py [--layers 24] [--seq 512] [--repeat 2]
+the GIL). The wall times are taken in --repeat rounds, each timing JAX alone and then
+hloscope's run, so that the two see the same machine; what hloscope adds is the median of the
+rounds' differences (this machine's speed drifts by a quarter within minutes, so rows timed
+minutes apart are not comparable). Needs JAX.
+Usage: python benchmarks/diff_overhead.py [--layers 24] [--seq 512] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -43,7 +46,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", type=int, default=24)
     ap.add_argument("--seq", type=int, default=512)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
 
     import jax
@@ -75,8 +78,18 @@ def main() -> None:
         render(report)
         return report
 
-    t_jax, (pre, post, compiled) = best(args.repeat, lambda: jax_alone(False))
-    t_jax_nf, _ = best(args.repeat, lambda: jax_alone(True))
+    # The wall-time rows in rounds: each round times JAX alone and hloscope's run back to
+    # back, so that both see the same machine (its speed drifts by a quarter within minutes
+    # here), and what hloscope adds is the median of the rounds' differences.
+    walls: dict[str, list[float]] = {"jax": [], "jax_nf": [], "run": [], "run_nf": []}
+    pre = post = compiled = None
+    for _ in range(args.repeat):
+        t, (pre, post, compiled) = best(1, lambda: jax_alone(False))
+        walls["jax"].append(t)
+        walls["run"].append(best(1, lambda: hloscope_run(False))[0])
+        walls["jax_nf"].append(best(1, lambda: jax_alone(True))[0])
+        walls["run_nf"].append(best(1, lambda: hloscope_run(True))[0])
+    assert pre is not None and post is not None and compiled is not None
     stats = compiled.memory_analysis()
     xla = {k: int(getattr(stats, k)) for k in ("argument_size_in_bytes", "output_size_in_bytes",
                                                "alias_size_in_bytes", "temp_size_in_bytes")}
@@ -88,25 +101,31 @@ def main() -> None:
         render(report)
         return report
 
+    cpu0 = time.process_time()
     t_ours, report = best(args.repeat, serial)
-    t_run_nf, _ = best(args.repeat, lambda: hloscope_run(True))
-    t_run, _ = best(args.repeat, lambda: hloscope_run(False))
+    cpu_ours = (time.process_time() - cpu0) / args.repeat
+    t_jax = statistics.median(walls["jax"])
 
     t = report.targets[0]
     print(f"BERT-Large, {args.layers} layers, seq {args.seq}, Adam step (cpu, {os.cpu_count()} "
           f"cores): pre {len(pre) / 1e6:.1f} MB, post {len(post) / 1e6:.1f} MB, "
           f"{t.post.fusions:,} fusions; fused temp {t.memory.fused.temp_packed_bytes:,} B = "
-          f"XLA's {xla['temp_size_in_bytes']:,} B")
-    print(f"  jax lower + compile                  {t_jax:6.2f} s")
-    print(f"  hloscope's work alone (serial)       {t_ours:6.2f} s   = {t_ours / t_jax:.2f}x")
+          f"XLA's {xla['temp_size_in_bytes']:,} B; {args.repeat} rounds")
+    print(f"  jax lower + compile (median)         {t_jax:6.2f} s   "
+          f"(rounds: {', '.join(f'{w:.2f}' for w in walls['jax'])})")
+    print(f"  hloscope's work alone (serial)       {t_ours:6.2f} s   = {t_ours / t_jax:.2f}x "
+          f"(CPU {cpu_ours:.2f} s a run)")
 
-    def added(label: str, wall: float, base: float) -> None:
-        extra = max(0.0, wall - base)
-        print(f"  {label:<36} {wall:6.2f} s   adds {extra:5.2f} s = {extra / t_jax:.2f}x jax "
-              f"(goal at most 0.25x: {'met' if extra <= 0.25 * t_jax else 'NOT met'})")
-    added("hloscope diff (default)", t_run_nf, t_jax_nf)
-    print(f"    (beside jax + XLA's compile without fusion, {t_jax_nf:.2f} s)")
-    added("hloscope diff --no-xla-unfused", t_run, t_jax)
+    def added(label: str, run: str, base: str) -> None:
+        diffs = [max(0.0, r - b) for r, b in zip(walls[run], walls[base])]
+        extra = statistics.median(diffs)
+        print(f"  {label:<36} adds {extra:5.2f} s = {extra / t_jax:.2f}x jax (median of "
+              f"{', '.join(f'{d:.2f}' for d in diffs)} s; goal at most 0.25x: "
+              f"{'met' if extra <= 0.25 * t_jax else 'NOT met'})")
+    added("hloscope diff (default)", "run_nf", "jax_nf")
+    print(f"    (beside jax + XLA's compile without fusion, median "
+          f"{statistics.median(walls['jax_nf']):.2f} s)")
+    added("hloscope diff --no-xla-unfused", "run", "jax")
 
 
 if __name__ == "__main__":
