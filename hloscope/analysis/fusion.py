@@ -343,14 +343,8 @@ def _compose(prefix: str, op_name: str) -> str:
     return f"{prefix}/{op_name}"
 
 
-def _dims_key(instr: Instruction, texts: dict[int, str]) -> tuple[str, str]:
-    """Opcode and shape without layout; ``texts`` keeps each shape object's text (the parser
-    shares one object per distinct shape)."""
-    shape = instr.shape
-    text = texts.get(id(shape))
-    if text is None:
-        text = texts[id(shape)] = shape.format(layout=False)
-    return instr.opcode, text
+def _dims_key(instr: Instruction) -> tuple[str, str]:
+    return instr.opcode, instr.shape.format(layout=False)
 
 
 @gc_paused
@@ -373,9 +367,6 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
     fused_keys: dict[tuple[str, str], set[str]] = {}
     fused_names: dict[str, set[str]] = {}
     fused_shapes: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    # Shape texts by object; the shapes stay referenced by the modules meanwhile, so no id is
-    # reused.
-    texts: dict[int, str] = {}
     for comp in post.computations:
         is_top = comp.name in top_level
         owner = fused_owner.get(comp.name)
@@ -386,12 +377,12 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
             key = (name, _source(post, instr, post_frames))
             if is_top:
                 if instr.opcode != "fusion":
-                    top_shapes.setdefault(_dims_key(instr, texts), []).append(name)
+                    top_shapes.setdefault(_dims_key(instr), []).append(name)
                 if name:
                     top_keys.add(key)
                     top_names.add(name)
             elif owner is not None:
-                fused_shapes.setdefault(_dims_key(instr, texts), []).append((name, owner))
+                fused_shapes.setdefault(_dims_key(instr), []).append((name, owner))
                 if name:
                     fused_keys.setdefault(key, set()).add(owner)
                     fused_names.setdefault(name, set()).add(owner)
@@ -432,7 +423,7 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
             else:
                 full = prefix
                 matched = "opcode+shape"
-                dk = _dims_key(instr, texts)
+                dk = _dims_key(instr)
                 if instr.opcode == "parameter" or any(
                         n.startswith(prefix) for n in top_shapes.get(dk, ())):
                     status = MATERIALIZED

@@ -1,8 +1,9 @@
 """HLO text → hloscope.hlo.ir.Module.
 
 One tokenizer (a compiled regular expression, with named groups for the general path and
-without them for the fast one) and one recursive-descent method per grammar rule. Every error is an HloParseError that points at a character: file, line,
-column, what was expected and what was found. A module is returned whole or not at all.
+without them for the fast one) and one recursive-descent method per grammar rule. Every error
+is an HloParseError that points at a character: file, line, column, what was expected and what
+was found. A module is returned whole or not at all.
 """
 
 from __future__ import annotations

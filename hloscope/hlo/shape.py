@@ -74,10 +74,11 @@ class Shape:
     dynamic_dimensions: tuple[bool, ...] = ()
     layout: Optional[Layout] = None
     tuple_shapes: tuple["Shape", ...] = ()
-    # The printed text and the logical size, made once on first use (analyses ask for both
-    # many times).
+    # The printed text (with and without layouts) and the logical size, made once on first
+    # use (analyses ask for them many times).
     _text: str = field(default="", compare=False, repr=False, hash=False)
     _bytes: int = field(default=-1, compare=False, repr=False, hash=False)
+    _bare_text: str = field(default="", compare=False, repr=False, hash=False)
 
     @property
     def is_tuple(self) -> bool:
@@ -164,11 +165,18 @@ class Shape:
 
     def __str__(self) -> str:
         if not self._text:
-            object.__setattr__(self, "_text", self.format())
+            object.__setattr__(self, "_text", self._format(True))
         return self._text
 
     def format(self, layout: bool = True) -> str:
         """The shape as XLA prints it; ``layout=False`` drops layouts (as in signatures)."""
+        if layout:
+            return str(self)
+        if not self._bare_text:
+            object.__setattr__(self, "_bare_text", self._format(False))
+        return self._bare_text
+
+    def _format(self, layout: bool) -> str:
         if self.is_tuple:
             return "(" + ", ".join(s.format(layout) for s in self.tuple_shapes) + ")"
         dims = []

@@ -175,7 +175,7 @@ class _Expander:
         return done.instructions
 
     def expand(self, comp: Computation) -> Computation:
-        if not any(i.opcode == "fusion" and i.called_computations or i.control_predecessors
+        if not any((i.opcode == "fusion" and i.called_computations) or i.control_predecessors
                    for i in comp.instructions):
             # Nothing to expand, and so nothing from a fusion to merge, undo or copy: a fused
             # computation without nested fusions (most of them) is read as it is.
