@@ -44,7 +44,11 @@ def collector_on():  # type: ignore[no-untyped-def]
 
 
 def test_parse_pauses_the_collector(monkeypatch) -> None:
+    seen = _recording(monkeypatch, parser._LineReader, "module")
+    hloscope.parse_file(POST)
+    assert seen == [False] and gc.isenabled()
     seen = _recording(monkeypatch, parser._Parser, "module")
+    monkeypatch.setattr(parser, "LINE_PATH", False)
     hloscope.parse_file(POST)
     assert seen == [False] and gc.isenabled()
 

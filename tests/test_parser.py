@@ -197,6 +197,7 @@ def test_a_small_token_window_gives_the_same_module(window: int, monkeypatch) ->
         text = open(fixture_path(*rel)).read()
         whole = parser._Parser(text, "x", window=0).module()
         monkeypatch.setattr(parser, "WINDOW", window)
+        monkeypatch.setattr(parser, "LINE_PATH", False)  # the token path, through windows
         assert parse(text) == whole
         monkeypatch.undo()
 
@@ -270,3 +271,203 @@ def test_blanks_are_never_tokens() -> None:
     # Punctuation the grammar reads, before or after what starts with the same character.
     assert tokenize("{a} -> -1 .5 ~")[0] == ["BRACED", "ARROW", "NUMBER", "NUMBER", "PUNCT",
                                               "EOF"]
+
+
+# --- the line path (parser._LineReader) against the token path ------------------------------
+
+def _everything(value):  # type: ignore[no-untyped-def]
+    """Every field of a parsed value, those left out of == (the decoded ones) too."""
+    import dataclasses
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value).__name__,) + tuple(
+            (f.name, _everything(getattr(value, f.name))) for f in dataclasses.fields(value)
+            if f.name != "_index")
+    if isinstance(value, (tuple, list)):
+        return tuple(_everything(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, repr(_everything(v))) for k, v in value.items()))
+    return value
+
+
+def _token_path(text: str):  # type: ignore[no-untyped-def]
+    from hloscope.hlo import parser
+    return parser._Parser(parser.source_text(text), "x", window=0).module()
+
+
+def _line_path(text: str):  # type: ignore[no-untyped-def]
+    from hloscope.hlo import parser
+    return parser._read_lines(parser.source_text(text), "x")
+
+
+# What XLA printed (as_text, dumps): the line path must read each of them itself.
+_XLA_PRINTED = [p for p in HLO_FIXTURES if "handwritten" not in p]
+
+
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_the_line_path_reads_each_fixture_as_the_token_path_does(path: str) -> None:
+    with open(path) as f:
+        text = f.read()
+    fast = _line_path(text)
+    if path in _XLA_PRINTED:
+        assert fast is not None, "the line path gave up on text XLA printed"
+    if fast is not None:
+        assert _everything(fast) == _everything(_token_path(text))
+        assert fast.source == "x"
+
+
+def test_parse_takes_the_line_path_and_the_token_path_for_the_rest(monkeypatch) -> None:
+    from hloscope.hlo import parser
+    read: list[bool] = []
+    inner = parser._read_lines
+
+    def recording(text, source):  # type: ignore[no-untyped-def]
+        out = inner(text, source)
+        read.append(out is not None)
+        return out
+    monkeypatch.setattr(parser, "_read_lines", recording)
+    assert parse(LONG) == parse(SHORT)
+    assert read == [True, True]
+    # A bare list of instructions: the token path.
+    assert parse("a = f32[] parameter(0)\nROOT b = f32[] negate(a)\n").entry.root.opcode == \
+        "negate"
+    assert read[-1] is False
+
+
+# Lines the line path must hand to the token path (read alone, or the whole text again), each
+# inside an otherwise plain module; the two paths must agree on every one, or both refuse it.
+_LINE_CASES = [
+    "  %t = (f32[4]{0}, s32[]) tuple(%p0, %i)",
+    "  %c = f32[2]{0} constant({1, 2})",
+    "  %c = f32[2,2]{1,0} constant({ { 1, 2 }, {3, 4} })",
+    "  %c = f32[2]{0} constant({1, 2)",
+    "  %c = f32[] constant()",
+    "  %c = f32[] constant( -inf )",
+    "  %c = (f32[], s32[]) constant((1, 2))",
+    "  %n = f32[4]{0} negate(%p0), metadata={op_name=\"a/b\" source_line=3}, sharding={replicated}",
+    "  %n = f32[4]{0} negate(%p0), backend_config={\"a\":{\"b\":[1,2]},\"c\":[]}",
+    "  %n = f32[4]{0} negate(%p0), backend_config={\"a\":{\"b\":[1,2}]}",
+    "  %n = f32[4]{0} negate(%p0), backend_config={\"a\":{\"b\":1}}x",
+    "  %n = f32[4]{0} negate(%p0), backend_config={a:{b}[}",
+    "  %n = f32[4]{0} negate(%p0), backend_config={\"a\\\"}\":{\"b\":1}}",
+    "  %n = f32[4]{0} negate(%p0), custom_call_target=\"x,y\", index=-1.5e3",
+    "  %n = f32[4]{0} negate(%p0), dim_labels=b01f_01io->b01f, window={size=3 pad=1_1}",
+    "  %n = f32[4]{0} negate(%p0), padding=0_0x0_1",
+    "  %n = f32[4]{0} negate(%p0), k={0}}",
+    "  %n = f32[4]{0} negate(%p0), k={0}x",
+    "  %n = f32[4]{0} negate(%p0), k=1.2.3",
+    "  %n = f32[4]{0} negate(%p0) // a comment",
+    "  %n = f32[4]{0} negate(%p0) /* a comment */",
+    "  %n = f32[4]{0} negate(%p0), /*index=5*/k=1",
+    "  %n = f32[4]{0} negate( %p0 )",
+    "  %n = f32[4]{0} negate(f32[4]{0} %p0)",
+    "  %n = f32[4]{0} negate(%p0),",
+    "  %n=f32[4]{0} negate(%p0)",
+    "  %n = f32[4]{0} negate(%undefined)",
+    "  %p0 = f32[4]{0} negate(%i)",
+    "  %n = f32[4]{0} negate(%p0#0)",
+    "  %n = negate(%p0)",
+    "  %n = f32[4]{0} negate(%p0), control-predecessors={%i}",
+    "  %n = f32[4]{0} negate(%p0), control-predecessors={%nothing}",
+    "  %n = f32[4]{0} fusion(%p0), kind=kLoop, calls=%sub",
+    "  %n = f32[4]{0} fusion(%p0), kind=kLoops, calls=%sub",
+    "  %n = f32[4]{0} fusion(%p0), kind=kLoop, calls=%nowhere",
+    "  %n = f32[4]{0} call(%p0), to_apply={ a = f32[4]{0} parameter(0) ROOT b = f32[4]{0} negate(a) }",
+    "  %n = f32[4]{0} negate(%p0), metadata={op_name=\"x\" source_line=notanumber}",
+    "  %n = g32[4]{0} negate(%p0)",
+    "  %n = f32[4]{0} negate(%p0), k=%",
+    "  %n = f32[4]{0} negate(%p0), k=\\",
+    "  %n = f32[4]{0} negate(%p0), k=\"open",
+    "  ROOT = f32[4]{0} negate(%p0)",
+    "  ROOT  %n = f32[4]{0} negate(%p0)",
+    "  %n = f32[4]{0} parameter(1)",
+    "  %n = f32[4]{0} parameter(\u00b2)",
+    "  %n = f32[4]{0} negate(%p0), metadata={op_name=\"\u00e9\"}",
+    "  %n = f32[4]{0} negate(%p0), operand_layout_constraints={f32[4]{0}}",
+    "  %n = f32[4]{0:T(4)} negate(%p0)",
+    "  %n = f32[4]{0} negate(%p0), k={[}]}",
+    "  %n = f32[4]{0} negate(%p0), k={f32[[]}",
+    "  %n = f32[4]{0} negate(%p0), k={a, b}, ",
+    "  %n = f32[4]{0} negate(%p0), k={\"a\"\n    :1}",
+    "  %n = f32[4]{0} negate(%p0)\n  , k=1",
+    "",
+    "}\n%sub2 (p0: f32[4]) -> f32[4] {\n  %p0 = f32[4]{0} parameter(0)",
+    "}\n%sub2 (p0: f32[4], t: (f32[], s32[])) -> f32[4] {\n  %p0 = f32[4]{0} parameter(0)",
+    "}\n%sub2 (p0: f32[4]) -> f32[4] {\n  %p0 = f32[4]{0} parameter(0)\n"
+    "  ROOT %q = f32[4]{0} negate(%p0)\n}, execution_thread=\"b\"\n"
+    "%sub3 (p0: f32[4]) -> f32[4] {\n  %p0 = f32[4]{0} parameter(0)",
+    "}\nENTRY %main2 (p0: f32[4]) -> f32[4] {\n  %p0 = f32[4]{0} parameter(0)",
+    "}\n%main {\n  %p0 = f32[4]{0} parameter(0)",
+    "}\nENTRY {\n  %p0 = f32[4]{0} parameter(0)",
+    "}\n%sub2 {\n  %p0 = f32[4]{0} parameter(0)",
+    "}\n%sub2 (p0: g32[4]) -> f32[4] {\n  %p0 = f32[4]{0} parameter(0)",
+    "}\n%sub2 (p0: f32[4]) -> f32[4] {}\n%sub3 {\n  %p0 = f32[4]{0} parameter(0)",
+]
+
+
+def _plain_module(line: str) -> str:
+    return ("HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\n"
+            "%sub (x: f32[4]) -> f32[4] {\n  %x = f32[4]{0} parameter(0)\n"
+            "  ROOT %y = f32[4]{0} negate(%x)\n}\n\n"
+            "ENTRY %main (p0: f32[4]) -> f32[4] {\n  %p0 = f32[4]{0} parameter(0)\n"
+            "  %i = s32[] constant(1)\n" + line + "\n  ROOT %r = f32[4]{0} negate(%p0)\n}\n")
+
+
+def _agree(text: str) -> bool:
+    """The line path's module equals the token path's, or the line path gave up; returns
+    whether the line path read it."""
+    from hloscope.hlo.parser import HloParseError
+    fast = _line_path(text)
+    try:
+        slow = _token_path(text)
+    except HloParseError:
+        assert fast is None, "the line path read a text the token path refuses"
+        return False
+    if fast is not None:
+        assert _everything(fast) == _everything(slow)
+    return fast is not None
+
+
+@pytest.mark.parametrize("line", _LINE_CASES)
+def test_the_line_path_agrees_with_the_token_path_line_by_line(line: str) -> None:
+    _agree(_plain_module(line))
+
+
+_READ_BY_THE_LINE_PATH = [0, 1, 2, 5, 6, 7, 8, 10, 12, 13, 14, 15, 17, 18, 19, 20, 21, 22, 23,
+                          25, 30, 32, 43, 45, 46, 47, 49, 53, 54, 55, 60]
+
+
+@pytest.mark.parametrize("k", range(len(_LINE_CASES)))
+def test_the_line_path_reads_the_common_forms_itself(k: int) -> None:
+    """Read by the line path (by a match, or the line alone through the token path), or
+    refused, as listed."""
+    assert _agree(_plain_module(_LINE_CASES[k])) == (k in _READ_BY_THE_LINE_PATH)
+
+
+def test_the_line_path_agrees_on_mangled_texts() -> None:
+    """Random small edits of a real module (XLA's printing): wherever the line path reads the
+    result, the token path reads the same module; wherever the token path refuses it, so
+    does the line path."""
+    import random
+    with open(fixture_path("cpu", "bert_layer_forward.post.hlo")) as f:
+        lines = f.read().split("\n")
+    rng = random.Random(8)
+    alphabet = "%=(){}[],:.\"\\/*#-> \tabcz019_"
+    read = 0
+    for _ in range(400):
+        mangled = list(lines)
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randrange(len(mangled))
+            line = mangled[k]
+            at = rng.randrange(len(line) + 1)
+            op = rng.randrange(4)
+            if op == 0:
+                line = line[:at] + rng.choice(alphabet) + line[at:]
+            elif op == 1:
+                line = line[:at] + line[at + 1:]
+            elif op == 2:
+                line = line[:at] + "\n" + line[at:]
+            else:
+                mangled.insert(rng.randrange(len(mangled)), line)
+            mangled[k] = line
+        read += _agree("\n".join(mangled))
+    assert read > 40  # edits inside values and names still leave valid text

@@ -31,6 +31,7 @@ from hloscope.hlo.ir import (
 )
 from hloscope.hlo.infer import infer_shape
 from hloscope.hlo.shape import Shape, ShapeError, parse_array_shape, tuple_shape
+from hloscope.hlo.shape import _cache as _shape_cache
 
 # The shape of an instruction written without one, until it is inferred.
 _OMITTED = Shape("token")  # a fresh object: compared by identity
@@ -214,6 +215,10 @@ def source_text(text: Union[str, bytes], source: str = "<string>") -> str:
 def parse(text: Union[str, bytes], source: str = "<string>") -> Module:
     """Parse HLO text into a Module. Raises HloParseError on any malformed input."""
     text = source_text(text, source)
+    if LINE_PATH:
+        module = _read_lines(text, source)
+        if module is not None:
+            return module
     parser = _Parser(text, source, window=WINDOW)
     try:
         return parser.module()
@@ -225,6 +230,10 @@ def parse(text: Union[str, bytes], source: str = "<string>") -> Module:
     # spans lines across a window's edge.
     return _Parser(text, source, window=0).module()
 
+
+# Read XLA's one-instruction-a-line form without tokens first (see _LineReader); False reads
+# every text with the token path (the tests compare the two).
+LINE_PATH = True
 
 # Text tokenized at a time. A window always ends at a line end and is refilled between
 # instructions, so memory holds the tokens of a few lines, not of the whole file.
@@ -378,32 +387,11 @@ class _Parser:
             if not self._computation_at(self.i) and not self._starts_instruction(self.i):
                 raise self.error("'HloModule' header (or a computation, or instructions)")
             name, header = "module", tuple[Attribute, ...]()
+            decoded: dict[str, object] = {}
+            if self._starts_instruction(self.i):
+                return self._bare_instructions(name)
         else:
-            self.i += 1
-            name = self.expect_name("a module name")
-            if self.values[self.i] == ":" and self.kinds[self.i] == "PUNCT":
-                self.i += 1  # the legacy `HloModule name:` form
-            header = self.attribute_list()
-        if headerless and self._starts_instruction(self.i):
-            return self._bare_instructions(name)
-        decoded: dict[str, object] = {}
-        for a in header:
-            if a.key == "entry_computation_layout":
-                try:
-                    decoded["entry_computation_layout"] = attrs.parse_program_shape(a.value)
-                except ValueError as e:
-                    short = a.value if len(a.value) <= 40 else a.value[:37] + "..."
-                    raise self.error_at(self._value_pos(a, 0),
-                                        "an entry computation layout like {(f32[2])->f32[2]}",
-                                        f"'{short}' ({e})") from None
-            elif a.key == "input_output_alias":
-                decoded["input_output_alias"] = attrs.parse_input_output_alias(a.value)
-            elif a.key == "buffer_donor":
-                decoded["buffer_donor"] = attrs.parse_buffer_donor(a.value)
-            elif a.key == "frontend_attributes":
-                decoded["frontend_attributes"] = attrs.parse_frontend_attributes(a.value)
-        if not headerless:
-            self.end_of_line("end of line after the module header")
+            name, header, decoded = self.header()
         tables = self.stack_frame_tables()
         computations: list[Computation] = []
         entry_name: Optional[str] = None
@@ -449,6 +437,33 @@ class _Parser:
                                            last.execution_thread)
         return Module(name, tuple(computations), entry_name, header, tables, self.source,
                       headerless=headerless, **decoded)  # type: ignore[arg-type]
+
+    def header(self) -> tuple[str, tuple[Attribute, ...], dict[str, object]]:
+        """``HloModule name, key=value, ...`` (at its 'HloModule' token) up to the line end:
+        the name, the attributes as written, and those the Module decodes."""
+        self.i += 1
+        name = self.expect_name("a module name")
+        if self.values[self.i] == ":" and self.kinds[self.i] == "PUNCT":
+            self.i += 1  # the legacy `HloModule name:` form
+        header = self.attribute_list()
+        decoded: dict[str, object] = {}
+        for a in header:
+            if a.key == "entry_computation_layout":
+                try:
+                    decoded["entry_computation_layout"] = attrs.parse_program_shape(a.value)
+                except ValueError as e:
+                    short = a.value if len(a.value) <= 40 else a.value[:37] + "..."
+                    raise self.error_at(self._value_pos(a, 0),
+                                        "an entry computation layout like {(f32[2])->f32[2]}",
+                                        f"'{short}' ({e})") from None
+            elif a.key == "input_output_alias":
+                decoded["input_output_alias"] = attrs.parse_input_output_alias(a.value)
+            elif a.key == "buffer_donor":
+                decoded["buffer_donor"] = attrs.parse_buffer_donor(a.value)
+            elif a.key == "frontend_attributes":
+                decoded["frontend_attributes"] = attrs.parse_frontend_attributes(a.value)
+        self.end_of_line("end of line after the module header")
+        return name, header, decoded
 
     def _ends_computations(self, i: int) -> bool:
         """Whether only line ends, then the end of the text or a computation, come at ``i``."""
@@ -654,6 +669,23 @@ class _Parser:
 
     # ---------------------------------------------------------------- computations
     def computation(self) -> Computation:
+        is_entry, name, execution_thread = self.computation_header()
+        kinds, values = self.kinds, self.values
+        if kinds[self.i] == "BRACED":
+            self.split_braced(self.i)  # a body written on one line
+        self.expect_punct("{")
+        open_i = self.i - 1
+        instructions = self.body(name, open_i, closed=True)
+        if values[self.i] == "," and kinds[self.i] == "PUNCT":
+            # Computation attributes after the closing brace: `}, execution_thread="..."`.
+            for a in self.attribute_list():
+                if a.key == "execution_thread":
+                    execution_thread = attrs.unquote(a.value)
+        return Computation(name, instructions, is_entry, execution_thread)
+
+    def computation_header(self) -> tuple[bool, str, Optional[str]]:
+        """``[ENTRY] name [(signature) -> shape] [, execution_thread="..."]``, up to the
+        body's brace: whether it is the entry, its name and its thread."""
         kinds, values = self.kinds, self.values
         is_entry = False
         if values[self.i] == "ENTRY" and kinds[self.i] == "NAME":
@@ -673,17 +705,7 @@ class _Parser:
                 raise self.error("a quoted thread name")
             execution_thread = attrs.unquote(values[self.i])
             self.i += 1
-        if kinds[self.i] == "BRACED":
-            self.split_braced(self.i)  # a body written on one line
-        self.expect_punct("{")
-        open_i = self.i - 1
-        instructions = self.body(name, open_i, closed=True)
-        if values[self.i] == "," and kinds[self.i] == "PUNCT":
-            # Computation attributes after the closing brace: `}, execution_thread="..."`.
-            for a in self.attribute_list():
-                if a.key == "execution_thread":
-                    execution_thread = attrs.unquote(a.value)
-        return Computation(name, instructions, is_entry, execution_thread)
+        return is_entry, name, execution_thread
 
     def body(self, name: str, open_i: int, closed: bool,
              inline: bool = False) -> tuple[Instruction, ...]:
@@ -870,38 +892,20 @@ class _Parser:
         operands, parameter_number, literal = self.operand_list(opcode)
         attributes = self.attribute_list() if values[self.i] == "," or kinds[self.i] == "NL" \
             else ()
-        called: tuple[str, ...] = ()
-        fusion_kind = None
-        metadata = None
-        backend_config = None
-        control_predecessors: tuple[str, ...] = ()
         if any(_is_inline(a) for a in attributes):
             attributes = tuple(self._inline_computation(name, a, line_pos) if _is_inline(a)
                                else a for a in attributes)
+        try:
+            instr = _instruction(name, opcode, shape, operands, attributes, is_root,
+                                 parameter_number, literal, self.metadata)
+        except _BadAttribute as e:
+            a = e.attribute
+            raise self.error_at(self._attribute_pos_in_line(a, line_pos),
+                                _ATTRIBUTE_EXPECTATIONS.get(a.key, f"a valid '{a.key}'"),
+                                str(e.error) if a.key != "kind" else f"'{a.value}'") from None
         for a in attributes:
-            key = a.key
-            try:
-                if key == "metadata":
-                    metadata = self.metadata.get(a.value)
-                    if metadata is None:
-                        metadata = self.metadata[a.value] = attrs.parse_metadata(a.value)
-                elif key in COMPUTATION_ATTRIBUTES:
-                    names = attrs.parse_name_list(a.value)
-                    called += names
-                    self.calls.append((names, a, line_pos))
-                elif key == "kind" and opcode == "fusion":
-                    fusion_kind = FusionKind.parse(a.value)
-                elif key == "backend_config":
-                    backend_config = attrs.parse_backend_config(a.value)
-                elif key == "control-predecessors":
-                    control_predecessors = attrs.parse_name_list(a.value)
-            except ValueError as e:
-                raise self.error_at(self._attribute_pos_in_line(a, line_pos),
-                                    _ATTRIBUTE_EXPECTATIONS.get(key, f"a valid '{key}'"),
-                                    str(e) if key != "kind" else f"'{a.value}'") from None
-        instr = Instruction(name, opcode, shape, operands, attributes, is_root,
-                            parameter_number, literal, called, fusion_kind, metadata,
-                            backend_config, control_predecessors)
+            if a.key in COMPUTATION_ATTRIBUTES:
+                self.calls.append((attrs.parse_name_list(a.value), a, line_pos))
         return instr, operand_at
 
     def _attribute_pos_in_line(self, a: Attribute, line_pos: int) -> int:
@@ -1061,6 +1065,331 @@ class _Parser:
         raw = self.text[self.starts[first]:self.token_end(i - 1)]
         return _one_line(raw) if multiline else raw
 
+
+class _BadAttribute(Exception):
+    def __init__(self, attribute: Attribute, error: ValueError) -> None:
+        super().__init__(str(error))
+        self.attribute, self.error = attribute, error
+
+
+def _instruction(name: str, opcode: str, shape: Shape, operands: tuple[str, ...],
+                 attributes: tuple[Attribute, ...], is_root: bool,
+                 parameter_number: Optional[int], literal: Optional[str],
+                 memo: dict[str, OpMetadata]) -> Instruction:
+    """The Instruction, with the fields decoded from its attributes (``memo``: metadata
+    decoded so far, by its text). A value that does not decode raises _BadAttribute."""
+    called: tuple[str, ...] = ()
+    fusion_kind = None
+    metadata = None
+    backend_config = None
+    control_predecessors: tuple[str, ...] = ()
+    for a in attributes:
+        key = a.key
+        try:
+            if key == "metadata":
+                metadata = memo.get(a.value)
+                if metadata is None:
+                    metadata = memo[a.value] = attrs.parse_metadata(a.value)
+            elif key in COMPUTATION_ATTRIBUTES:
+                called += attrs.parse_name_list(a.value)
+            elif key == "kind" and opcode == "fusion":
+                fusion_kind = FusionKind.parse(a.value)
+            elif key == "backend_config":
+                backend_config = attrs.parse_backend_config(a.value)
+            elif key == "control-predecessors":
+                control_predecessors = attrs.parse_name_list(a.value)
+        except ValueError as e:
+            raise _BadAttribute(a, e) from None
+    return Instruction(name, opcode, shape, operands, attributes, is_root, parameter_number,
+                       literal, called, fusion_kind, metadata, backend_config,
+                       control_predecessors)
+
+
+# --- the line path ---------------------------------------------------------------------------
+# XLA prints one instruction a line, in one spacing: `  [ROOT ]%name = shape opcode(%a, %b),
+# key=value, ...`. Read that way, most lines need one match of _LINE_RE and one of _ATTR_RE per
+# attribute, with no token list. A line in another form (a tuple shape, a comment, a value
+# that is not one token) is read by the token path on its own, which gives the same
+# instruction: no token spans a line (the one exception, a block comment over lines, fails
+# there). Anything that could read differently in the whole text (a construct over lines, an
+# omitted shape, a nested operand, a computation written in place) or fail (a name defined
+# twice, an undefined operand) gives up, and the token path reads the whole text again: that
+# is the parser of record, with the located errors. tests/test_parser.py holds the two to
+# the same Module.
+
+_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.]*(?:-[A-Za-z0-9_.]+)*"
+_ARRAY_PATTERN = r"[a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?"  # the SHAPE token
+_LINE_RE = re.compile(
+    rf"[ \t]*(ROOT )?%?({_NAME_PATTERN}) = ({_ARRAY_PATTERN}) ({_NAME_PATTERN})\(([^()]*)\)")
+_OPERANDS_RE = re.compile(rf"(?:%?{_NAME_PATTERN}(?:, %?{_NAME_PATTERN})*)?")
+# A literal of numbers, names and brace groups (what a constant's literal is, most often).
+_LITERAL_RE = re.compile(r"[-+.A-Za-z0-9_{}, ]*")
+# One attribute whose value is one token (what attribute_list takes in one step): a brace
+# group with no brace inside, a name, a string or a number, then ',' or the line's end. The
+# brace group and the string are the BRACED and STRING tokens with their loops unrolled
+# (the same texts match, faster).
+_STRING_PATTERN = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+_ATTR_RE = re.compile(
+    rf", ({_NAME_PATTERN})="
+    rf'(\{{[^{{}}"\n]*(?:{_STRING_PATTERN}[^{{}}"\n]*)*\}}'
+    rf"|%?{_NAME_PATTERN}|{_STRING_PATTERN}"
+    r"|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?=,|$)")
+# A value that is not one token, and the tokens of one that the line path reads: a brace
+# group with brackets nested inside, such as a backend_config's JSON.
+_KEY_RE = re.compile(rf", ({_NAME_PATTERN})=(?=\{{)")
+_STRING_RE = re.compile(_STRING_PATTERN)
+_NESTED_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                          "_.:,+-= ")
+_CLOSING = {"}": "{", "]": "[", ")": "("}
+
+
+def _nested_end(line: str, start: int) -> int:
+    """Where the brace group at ``start`` ends, if what follows it is another attribute or
+    the line's end and every bracket in it outside strings closes the one opened last (so
+    that the tokens' brackets, which are the ones not inside a BRACED, SHAPE or STRING token,
+    close where the characters' do); else -1. Only characters that make no ERROR, comment or
+    '%' token are allowed outside strings."""
+    stack: list[str] = []
+    i, size = start, len(line)
+    while i < size:
+        c = line[i]
+        if c == '"':
+            m = _STRING_RE.match(line, i)
+            if m is None:
+                return -1
+            i = m.end()
+            continue
+        if c in "{[(":
+            stack.append(c)
+        elif c in _CLOSING:
+            if not stack or stack.pop() != _CLOSING[c]:
+                return -1
+            if not stack:
+                end = i + 1
+                return end if end == size or line.startswith(", ", end) else -1
+        elif c not in _NESTED_CHARS:
+            return -1
+        i += 1
+    return -1
+
+
+# A computation's first line with no tuple in its signature, as XLA prints it.
+_HEADER_RE = re.compile(
+    rf"(ENTRY )?%?({_NAME_PATTERN}) (?:\((?:%?{_NAME_PATTERN}: {_ARRAY_PATTERN}"
+    rf"(?:, %?{_NAME_PATTERN}: {_ARRAY_PATTERN})*)?\) -> {_ARRAY_PATTERN} )?\{{")
+_ARRAY_TOKEN_RE = re.compile(_ARRAY_PATTERN)
+
+
+class _GiveUp(Exception):
+    """The line path met what only the token path may read."""
+
+
+def _balanced_braces(text: str) -> bool:
+    depth = 0
+    for c in text:
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def _shape(text: str) -> Shape:
+    shape = _shape_cache.get(text)
+    if shape is None:
+        try:
+            shape = parse_array_shape(text)
+        except ShapeError:
+            raise _GiveUp from None
+    return shape
+
+
+class _LineReader:
+    def __init__(self, text: str, source: str) -> None:
+        self.text, self.source = text, source
+        self.metadata: dict[str, OpMetadata] = {}
+        self.called: list[tuple[str, ...]] = []
+
+    def module(self) -> Module:
+        text = self.text
+        lines = text.split("\n")
+        # The header and the stack frame tables, read by the token path: everything before
+        # the first line that opens a computation's body (a table's rows end with '}').
+        for n in range(1, len(lines)):
+            if lines[n].endswith("{"):
+                break
+        else:
+            raise _GiveUp
+        p = _Parser("\n".join(lines[:n]) + "\n", self.source)
+        p.skip_nl()
+        if p.values[p.i] != "HloModule" or p.kinds[p.i] != "NAME":
+            raise _GiveUp  # headerless: bare computations or instructions
+        name, header, decoded = p.header()
+        tables = p.stack_frame_tables()
+        if p.kinds[p.i] != "EOF":
+            raise _GiveUp
+        computations: list[Computation] = []
+        names: set[str] = set()
+        entry_name: Optional[str] = None
+        count = len(lines)
+        while n < count:
+            line = lines[n]
+            n += 1
+            if not line.strip(" \t"):
+                continue
+            is_entry, comp_name = self.computation_header(line)
+            if comp_name in names:
+                raise _GiveUp
+            n, instructions = self.body(lines, n)
+            names.add(comp_name)
+            if is_entry:
+                if entry_name is not None:
+                    raise _GiveUp
+                entry_name = comp_name
+            computations.append(Computation(comp_name, instructions, is_entry))
+        if not computations or any(c not in names for cs in self.called for c in cs):
+            raise _GiveUp
+        if entry_name is None:
+            last = computations[-1]
+            entry_name = last.name
+            computations[-1] = Computation(last.name, last.instructions, True)
+        return Module(name, tuple(computations), entry_name, header, tables, self.source,
+                      **decoded)  # type: ignore[arg-type]
+
+    def computation_header(self, line: str) -> tuple[bool, str]:
+        m = _HEADER_RE.fullmatch(line)
+        if m is not None and m.group(2) != "ENTRY":
+            for shape_text in _ARRAY_TOKEN_RE.findall(line):
+                _shape(shape_text)
+            return m.group(1) is not None, m.group(2)
+        h = _Parser(line, self.source)
+        try:
+            is_entry, comp_name, thread = h.computation_header()
+        except (HloParseError, IndexError):
+            raise _GiveUp from None
+        if thread is not None or h.values[h.i] != "{" or h.kinds[h.i] != "PUNCT" or \
+                h.kinds[h.i + 1] != "EOF":
+            raise _GiveUp
+        return is_entry, comp_name
+
+    def body(self, lines: list[str], n: int) -> tuple[int, tuple[Instruction, ...]]:
+        """The instructions from line ``n`` to the line that is the closing '}'; returns the
+        line after it."""
+        instructions: list[Instruction] = []
+        defined: set[str] = set()
+        roots = 0
+        match_line, match_attr, match_key = _LINE_RE.match, _ATTR_RE.match, _KEY_RE.match
+        operands_form, computation_attributes = _OPERANDS_RE.fullmatch, COMPUTATION_ATTRIBUTES
+        shapes = _shape_cache
+        memo = self.metadata
+        called = self.called
+        count = len(lines)
+        while True:
+            if n >= count:
+                raise _GiveUp
+            line = lines[n]
+            n += 1
+            m = match_line(line)
+            instr = None
+            if m is not None:
+                root, name, shape_text, opcode, inner = m.groups()
+                end = m.end()
+                size = len(line)
+                attributes: tuple[Attribute, ...] = ()
+                if end < size:
+                    found = []
+                    while end < size:
+                        a = match_attr(line, end)
+                        if a is not None:
+                            found.append(Attribute(a.group(1), a.group(2)))
+                            end = a.end()
+                            continue
+                        a = match_key(line, end)
+                        if a is None:
+                            break
+                        value_end = _nested_end(line, a.end())
+                        if value_end < 0:
+                            break
+                        found.append(Attribute(a.group(1), line[a.end():value_end]))
+                        end = value_end
+                    attributes = tuple(found)
+                if end == size and name != "ROOT":
+                    shape = shapes.get(shape_text) or _shape(shape_text)
+                    parameter_number = literal = None
+                    operands: tuple[str, ...] = ()
+                    ok = True
+                    if opcode == "parameter":
+                        ok = inner.isascii() and inner.isdigit()
+                        if ok:
+                            parameter_number = int(inner)
+                    elif opcode == "constant":
+                        literal = inner.strip(" ")
+                        ok = bool(literal) and _LITERAL_RE.fullmatch(inner) is not None and \
+                            _balanced_braces(inner)
+                    elif inner:
+                        ok = operands_form(inner) is not None
+                        if ok:
+                            operands = tuple(inner.replace("%", "").split(", "))
+                    if ok:
+                        for a in attributes:
+                            if a.key in computation_attributes:
+                                if _is_inline(a):
+                                    raise _GiveUp
+                                called.append(attrs.parse_name_list(a.value))
+                        try:
+                            instr = _instruction(name, opcode, shape, operands, attributes,
+                                                 root is not None, parameter_number, literal,
+                                                 memo)
+                        except _BadAttribute:
+                            raise _GiveUp from None
+            if instr is None:
+                stripped = line.strip(" \t")
+                if not stripped:
+                    continue
+                if stripped == "}":
+                    break
+                instr = self.token_line(line)
+            if instr.name in defined:
+                raise _GiveUp
+            defined.add(instr.name)
+            if instr.is_root:
+                roots += 1
+            instructions.append(instr)
+        if not instructions or roots > 1:
+            raise _GiveUp
+        for instr in instructions:
+            for operand in instr.operands:
+                if operand not in defined:
+                    raise _GiveUp
+            for operand in instr.control_predecessors:
+                if operand not in defined:
+                    raise _GiveUp
+        return n, tuple(instructions)
+
+    def token_line(self, line: str) -> Instruction:
+        """A line read by the token path on its own; it must hold one whole instruction."""
+        p = _Parser(line, self.source)
+        p.metadata = self.metadata
+        p.compact = set()
+        try:
+            instr, _ = p.instruction()
+        except (HloParseError, IndexError):
+            raise _GiveUp from None
+        if p.kinds[p.i] != "EOF" or p.nested or p.omitted or p.inline or p.spans or \
+                instr.shape is _OMITTED:
+            raise _GiveUp
+        self.called.extend(names for names, _, _ in p.calls)
+        return instr
+
+
+def _read_lines(text: str, source: str) -> Optional[Module]:
+    """The module as the line path reads it, or None where it gives up."""
+    try:
+        return _LineReader(text, source).module()
+    except (_GiveUp, HloParseError, IndexError):
+        return None
 
 def _is_inline(a: Attribute) -> bool:
     """A computation written in place (``to_apply={ a = f32[] parameter(0) ... }``), not a

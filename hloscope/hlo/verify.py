@@ -295,10 +295,7 @@ def _literal(instr: Instruction) -> None:
 _DEVICES_RE = re.compile(r"devices=\[([\d,\s]+)\]\s*(<=\[([\d,\s]+)\](?:T\([\d,\s]+\))?|[\d,\s]+)")
 
 
-def _sharding(instr: Instruction) -> None:
-    raw = instr.attribute("sharding")
-    if raw is None:
-        return
+def _sharding(raw: str) -> None:
     for m in _DEVICES_RE.finditer(raw):
         tiles = math.prod(int(x) for x in m.group(1).split(",") if x.strip())
         if m.group(3) is not None:
@@ -335,18 +332,22 @@ def problems(module: Module) -> list[Problem]:
     p = _module_rules(module)
     if p is not None:
         out.append((None, None, p.rule, p.message))
+    rules = _RULES.get
     for comp in module.computations:
+        index = comp._index
         for instr in comp.instructions:
             try:
-                ops = [comp.instruction(o).shape for o in instr.operands]
-                rule = _RULES.get(instr.opcode)
+                ops = [index[o].shape for o in instr.operands]
+                rule = rules(instr.opcode)
                 if rule is not None:
                     rule(comp, instr, ops)
                 if instr.called_computations:
                     _called(module, instr, ops)
                 if instr.opcode == "constant":
                     _literal(instr)
-                _sharding(instr)
+                for a in instr.attributes:
+                    if a.key == "sharding":
+                        _sharding(a.value)
             except _Problem as e:
                 out.append((comp, instr, e.rule, e.message))
     return out
