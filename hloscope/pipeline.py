@@ -14,8 +14,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
+from hloscope.analysis import helper
 from hloscope.analysis.diff import Measured, Report, TargetReport, measure, report, \
     target_report
+from hloscope.analysis.helper import UnfusedHelper
 from hloscope.analysis.liveness import Analysis
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Module
@@ -82,19 +84,28 @@ class Ahead:
     an exception there is raised where the result is asked for."""
 
     def __init__(self, pre_source: str, post_source: str, backend: Optional[str],
-                 fusions: bool = True) -> None:
+                 fusions: bool = True, helped: bool = False) -> None:
         self.sources = (pre_source, post_source)
         self.backend, self.fusions = backend, fusions
         self.texts: dict[str, str] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hloscope-ahead")
         self._pre: Optional[Future[tuple[Module, Analysis]]] = None
         self._result: Optional[Future[tuple[Module, Module, Measured]]] = None
+        # Nothing to overlap the optimized text's work with (no compile without fusion
+        # after it): its unfused estimate goes to a helper process, started with the pre
+        # text when that is large enough to be worth one (analysis.helper).
+        self.helped = helped
+        self.helper: Optional[UnfusedHelper] = None
 
     def __call__(self, kind: str, text: str) -> None:
         self.texts[kind] = text
         if kind == "pre":
+            if self.helped and helper.wanted(len(text)):
+                self.helper = helper.UnfusedHelper()
             self._pre = self._pool.submit(self._read_pre, text)
         elif kind == "post" and self._pre is not None:
+            if self.helper is not None:
+                self.helper.submit(text, self.sources[1], self.backend)
             self._result = self._pool.submit(self._measure, self._pre, text)
 
     def _read_pre(self, text: str) -> tuple[Module, Analysis]:
@@ -104,12 +115,19 @@ class Ahead:
 
     def _measure(self, pre_read: "Future[tuple[Module, Analysis]]",
                  text: str) -> tuple[Module, Module, Measured]:
-        pre, eager = pre_read.result()
-        post = read_module(text, self.sources[1])
-        return pre, post, measure(pre, post, self.backend, self.fusions, eager)
+        try:
+            pre, eager = pre_read.result()
+            post = read_module(text, self.sources[1])
+            return pre, post, measure(pre, post, self.backend, self.fusions, eager,
+                                      self.helper.result if self.helper else None)
+        finally:
+            if self.helper is not None:
+                self.helper.close()
 
     def close(self, failed: bool = False) -> None:
         """No more texts come; a failed lowering drops what has not started."""
+        if failed and self.helper is not None:
+            self.helper.close()
         self._pool.shutdown(wait=False, cancel_futures=failed)
 
     def result(self, program: Program) -> Optional[tuple[Module, Module, Measured]]:
@@ -129,15 +147,29 @@ def read_ahead(program: Program) -> Optional[tuple[Module, Module, Measured]]:
 
 def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) -> TargetReport:
     ahead = read_ahead(program)
+    aid: Optional[UnfusedHelper] = None
     if ahead is not None:
         pre, post, measured = ahead
     else:
-        (pre, post), measured = modules_of(program), None
+        if helper.wanted(len(program.post)):
+            # Two texts to read first: the helper parses the optimized one beside them.
+            aid = helper.UnfusedHelper()
+            aid.submit(program.post, program.post_source, program.backend)
+        try:
+            (pre, post), measured = modules_of(program), None
+        except BaseException:
+            if aid is not None:
+                aid.close()
+            raise
     if modules is not None:
         modules[program.target] = (pre, post)
-    return target_report(pre, post, program.target, program.backend, program.xla or None,
-                         program.xla_unfused or None, program.framework, top,
-                         program.parallel, measured)
+    try:
+        return target_report(pre, post, program.target, program.backend, program.xla or None,
+                             program.xla_unfused or None, program.framework, top,
+                             program.parallel, measured, aid.result if aid else None)
+    finally:
+        if aid is not None:
+            aid.close()
 
 
 def _sources(model: str, target: str) -> tuple[str, str]:
@@ -156,7 +188,8 @@ def _lower_here(entry: Any, target: Any, model: str, dtype: Optional[str],
                 xla_unfused: bool, fusions: bool = True) -> Program:
     """Lower an entry in this process, reading its texts while XLA compiles (Ahead)."""
     from hloscope.frontends.worker import lower_entry
-    ahead = Ahead(*_sources(model, target.name), target.backend, fusions)
+    ahead = Ahead(*_sources(model, target.name), target.backend, fusions,
+                  helped=not xla_unfused)
     try:
         lowered = lower_entry(entry, target, model, dtype, xla_unfused, on_text=ahead)
     except BaseException:

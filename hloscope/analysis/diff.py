@@ -11,12 +11,12 @@ the compile with its fusion passes switched off.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from hloscope.analysis.activations import SavedGroup
 from hloscope.analysis.fusion import FusionCluster, FusionReport, fusion_report
 from hloscope.analysis.liveness import Analysis, LiveValue, MemoryFigures, Timeline
-from hloscope.analysis.memory import MemoryReport, memory_report
+from hloscope.analysis.memory import MemoryReport, UnfusedPart, memory_report
 from hloscope.analysis.summary import CollectiveCount, collectives, summarize
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Module
@@ -215,10 +215,13 @@ class Measured:
 
 @gc_paused
 def measure(pre: Module, post: Module, backend: Optional[str] = None,
-            fusions: bool = True, eager: Optional[Analysis] = None) -> Measured:
-    """``eager``: memory.eager_analysis(pre), if done already."""
-    return Measured(memory_report(post, backend, pre, eager),
-                    fusion_report(post, pre) if fusions else None)
+            fusions: bool = True, eager: Optional[Analysis] = None,
+            unfused_of: Optional[Callable[[], Optional[UnfusedPart]]] = None) -> Measured:
+    """``eager``: memory.eager_analysis(pre), if done already; ``unfused_of``: the unfused
+    part computed elsewhere (memory.memory_report), asked for last, so that a helper process
+    (analysis.helper) has as long as can be to compute it."""
+    fusion = fusion_report(post, pre) if fusions else None
+    return Measured(memory_report(post, backend, pre, eager, unfused_of), fusion)
 
 
 @gc_paused
@@ -227,11 +230,14 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
                   xla_unfused: Optional[Mapping[str, int]] = None, framework: str = "",
                   top: int = 10,
                   parallel: Optional[Mapping[str, Any]] = None,
-                  measured: Optional[Measured] = None) -> TargetReport:
+                  measured: Optional[Measured] = None,
+                  unfused_of: Optional[Callable[[], Optional[UnfusedPart]]] = None
+                  ) -> TargetReport:
     """Everything ``hloscope diff`` shows for one target, from the two modules and XLA's
     figures (either may be absent: an HLO file pair has none); ``measured``, when given, is
-    ``measure(pre, post, backend)`` done already."""
-    m = measured if measured is not None else measure(pre, post, backend)
+    ``measure(pre, post, backend)`` done already (else ``unfused_of`` goes to measure)."""
+    m = measured if measured is not None else measure(pre, post, backend,
+                                                      unfused_of=unfused_of)
     mem = m.memory
     fus = m.fusions if m.fusions is not None else fusion_report(post, pre)
     e = mem.eliminated

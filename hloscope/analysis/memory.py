@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from hloscope.analysis.activations import SavedActivations, saved_for_backward
 from hloscope.analysis.backends import EAGER, Backend, backend_for
@@ -116,25 +116,53 @@ def eager_analysis(pre: Module) -> Analysis:
     return analyze(pre, EAGER)
 
 
+@dataclass(frozen=True, slots=True)
+class UnfusedPart:
+    """What the report keeps of the unfused estimate: plain data, so that another process
+    can compute it (analysis.helper)."""
+
+    figures: MemoryFigures
+    schedule: str
+    eliminated: EliminatedDetail
+    merged_duplicates: int
+    timeline: Timeline
+    undone: int
+
+
+@gc_paused
+def unfused_part(module: Module, backend: Optional[str] = None) -> UnfusedPart:
+    """The unfused estimate of ``module`` and the intermediates fusion eliminated."""
+    be = backend_for(module, backend)
+    unfused, expanded, schedule = unfused_analysis(module, be)
+    return UnfusedPart(unfused.figures, schedule, eliminated_intermediates(unfused, expanded),
+                       expanded.merged, timeline_of(unfused, "unfused"), expanded.undone)
+
+
 @gc_paused
 def memory_report(module: Module, backend: Optional[str] = None,
                   pre: Optional[Module] = None,
-                  eager_of_pre: Optional[Analysis] = None) -> MemoryReport:
+                  eager_of_pre: Optional[Analysis] = None,
+                  unfused_of: Optional[Callable[[], Optional[UnfusedPart]]] = None
+                  ) -> MemoryReport:
     """Fused, unfused and (given ``pre``) eager; ``eager_of_pre`` is ``eager_analysis(pre)``
-    when it was done already."""
+    when it was done already. ``unfused_of``, when given, returns ``unfused_part(module,
+    backend)`` computed elsewhere (or None, and it is computed here); it is asked once the
+    fused figures are done."""
     be = backend_for(module, backend)
     fused = analyze(module, be)
     saved = saved_for_backward(fused)
-    unfused, expanded, schedule = unfused_analysis(module, be)
-    detail = eliminated_intermediates(unfused, expanded)
     eager = eager_of_pre if eager_of_pre is not None else \
         eager_analysis(pre) if pre is not None else None
+    part = unfused_of() if unfused_of is not None else None
+    if part is None:
+        part = unfused_part(module, be.name)
+    detail = part.eliminated
     fused_figures = dataclasses.replace(fused.figures,
                                         eliminated=Eliminated(detail.count, detail.bytes))
-    timelines = [timeline_of(fused, "fused"), timeline_of(unfused, "unfused")]
+    timelines = [timeline_of(fused, "fused"), part.timeline]
     if eager is not None:
         timelines.append(timeline_of(eager, "eager"))
     return MemoryReport("hloscope.memory/1", module.name, module.source, be.name,
-                        fused_figures, unfused.figures, schedule, detail,
-                        eager.figures if eager is not None else None, expanded.merged,
-                        tuple(timelines), saved, expanded.undone)
+                        fused_figures, part.figures, part.schedule, detail,
+                        eager.figures if eager is not None else None, part.merged_duplicates,
+                        tuple(timelines), saved, part.undone)

@@ -1333,11 +1333,11 @@ class _LineReader:
                         if ok:
                             operands = tuple(inner.replace("%", "").split(", "))
                     if ok:
-                        for a in attributes:
-                            if a.key in computation_attributes:
-                                if _is_inline(a):
+                        for attr in attributes:
+                            if attr.key in computation_attributes:
+                                if _is_inline(attr):
                                     raise _GiveUp
-                                called.append(attrs.parse_name_list(a.value))
+                                called.append(attrs.parse_name_list(attr.value))
                         try:
                             instr = _instruction(name, opcode, shape, operands, attributes,
                                                  root is not None, parameter_number, literal,

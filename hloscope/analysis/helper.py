@@ -1,0 +1,124 @@
+"""The unfused estimate in a second process, beside the rest of the report.
+
+Once XLA has compiled, the largest single part of ``hloscope diff``'s work is the unfused
+estimate (every fusion expanded, the module re-scheduled, its liveness): about as long as
+everything else the optimized module needs together (parse, verify, fused liveness, fusion
+clusters). Python runs one thread at a time, so on a machine with a core to spare that
+estimate goes to a helper process of its own: ``python -m hloscope.analysis.helper``, started
+before the model is lowered (it imports no framework, so it is ready long before XLA is
+done). It reads one request from stdin (the optimized text, its source name and backend),
+parses the text itself and writes ``memory.unfused_part`` back, both as pickles between this
+process and its own child. Whatever goes wrong there (the process failing, a text it cannot
+read), ``result`` returns None and the caller computes the part itself: the report is the
+same either way (tests/test_helper.py).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from typing import Optional
+
+from hloscope.analysis.memory import UnfusedPart
+
+# Off: every part is computed in the calling process (tests compare the two).
+ENABLED = True
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# Texts smaller than this (characters) are analysed in one process: a helper takes about
+# half a second to start, and the unfused estimate of a 1 MB module takes about as long.
+MIN_TEXT = 1_000_000
+
+
+def wanted(size: int) -> bool:
+    """Whether a helper is worth starting for a text of ``size`` characters: enabled, large
+    enough, and with a second core for it."""
+    return ENABLED and size >= MIN_TEXT and cores() >= 2
+
+
+class UnfusedHelper:
+    """One helper process for one optimized module."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"]
+                                    if env.get("PYTHONPATH") else "")
+        self._proc: Optional[subprocess.Popen[bytes]] = subprocess.Popen(
+            [sys.executable, "-m", "hloscope.analysis.helper"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self._writer: Optional[threading.Thread] = None
+
+    def submit(self, text: str, source: str, backend: Optional[str]) -> None:
+        """Hand the optimized text over; written from a thread of its own, so the caller
+        goes on at once."""
+        proc = self._proc
+        if proc is None or proc.stdin is None or self._writer is not None:
+            return
+        stdin = proc.stdin
+        blob = pickle.dumps((text, source, backend), protocol=pickle.HIGHEST_PROTOCOL)
+
+        def write() -> None:
+            try:
+                stdin.write(blob)
+                stdin.close()
+            except OSError:  # the helper is gone; result() says so
+                pass
+        self._writer = threading.Thread(target=write, name="hloscope-helper-writer",
+                                        daemon=True)
+        self._writer.start()
+
+    def result(self) -> Optional[UnfusedPart]:
+        """The helper's answer (waiting for it), or None if it has none."""
+        proc = self._proc
+        if proc is None or self._writer is None or proc.stdout is None:
+            return None
+        try:
+            data = proc.stdout.read()
+            self._writer.join()
+            proc.wait()
+            part = pickle.loads(data) if proc.returncode == 0 and data else None
+        except Exception:  # noqa: BLE001 - any failure there means: compute it here
+            part = None
+        finally:
+            self._proc = None
+        return part if isinstance(part, UnfusedPart) else None
+
+    def close(self) -> None:
+        """Stop the helper if nothing was asked of it (a lowering that failed)."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            for f in (proc.stdin, proc.stdout):
+                if f is not None:
+                    f.close()
+
+
+def _serve() -> int:
+    import gc
+    gc.disable()  # a short-lived process whose objects all live to its end
+    from hloscope.analysis.memory import unfused_part
+    from hloscope.hlo.parser import parse
+    data = sys.stdin.buffer.read()
+    if not data:
+        return 0  # closed unused
+    text, source, backend = pickle.loads(data)
+    part = unfused_part(parse(text, source), backend)
+    sys.stdout.buffer.write(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
+    sys.stdout.buffer.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_serve())

@@ -1,0 +1,119 @@
+"""The unfused estimate in a helper process (analysis.helper): the same part, the same report,
+and the caller's own computation whenever the helper has no answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import fixture_path
+from hloscope import pipeline
+from hloscope.analysis import helper
+from hloscope.analysis.memory import unfused_part
+from hloscope.hlo.parser import parse
+from hloscope.present.json import render
+
+PRE = fixture_path("cpu", "bert_layer_train_step.pre.hlo")
+POST = fixture_path("cpu", "bert_layer_train_step.post.hlo")
+
+
+def _text(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def test_the_helper_computes_the_unfused_part_as_this_process_does() -> None:
+    text = _text(POST)
+    aid = helper.UnfusedHelper()
+    aid.submit(text, POST, "cpu")
+    part = aid.result()
+    assert part is not None
+    here = unfused_part(parse(text, POST), "cpu")
+    assert part == here
+    assert part.figures.temp_packed_bytes > 0 and part.eliminated.count > 0
+
+
+def test_a_helper_that_fails_answers_none() -> None:
+    aid = helper.UnfusedHelper()
+    aid.submit("this is not HLO", "x", "cpu")
+    assert aid.result() is None
+    aid.close()  # nothing left to stop
+
+
+def test_an_unused_helper_is_stopped() -> None:
+    aid = helper.UnfusedHelper()
+    proc = aid._proc
+    assert proc is not None
+    aid.close()
+    assert proc.returncode is not None and aid._proc is None
+    assert aid.result() is None
+
+
+def test_a_helper_is_wanted_only_for_large_texts_and_a_spare_core(monkeypatch) -> None:
+    monkeypatch.setattr(helper, "cores", lambda: 2)
+    assert helper.wanted(helper.MIN_TEXT) and not helper.wanted(helper.MIN_TEXT - 1)
+    monkeypatch.setattr(helper, "cores", lambda: 1)
+    assert not helper.wanted(10 * helper.MIN_TEXT)
+    monkeypatch.setattr(helper, "cores", lambda: 2)
+    monkeypatch.setattr(helper, "ENABLED", False)
+    assert not helper.wanted(10 * helper.MIN_TEXT)
+
+
+def _report(program: pipeline.Program) -> str:
+    rep = pipeline.diff_programs([program], "m")
+    return render(rep).replace(program.post_source, "POST")
+
+
+def test_two_files_give_the_same_report_with_and_without_the_helper(monkeypatch) -> None:
+    monkeypatch.setattr(helper, "cores", lambda: 2)
+    monkeypatch.setattr(helper, "MIN_TEXT", 0)
+    started: list[int] = []
+    inner = helper.UnfusedHelper.submit
+
+    def submit(self, text, source, backend):  # type: ignore[no-untyped-def]
+        started.append(len(text))
+        inner(self, text, source, backend)
+    monkeypatch.setattr(helper.UnfusedHelper, "submit", submit)
+    program = pipeline.files_program(PRE, POST, "cpu", "cpu")
+    helped = _report(program)
+    assert started == [len(program.post)]
+    monkeypatch.setattr(helper, "ENABLED", False)
+    assert _report(program) == helped
+
+
+def test_ahead_hands_the_unfused_estimate_to_a_helper(monkeypatch) -> None:
+    """What a lowering without XLA's compile without fusion runs (pipeline._lower_here with
+    --no-xla-unfused): the texts arrive one by one, the helper starts with the first."""
+    monkeypatch.setattr(helper, "cores", lambda: 2)
+    monkeypatch.setattr(helper, "MIN_TEXT", 0)
+    pre, post = _text(PRE), _text(POST)
+    ahead = pipeline.Ahead("pre", "post", "cpu", helped=True)
+    ahead("pre", pre)
+    assert ahead.helper is not None
+    ahead("post", post)
+    ahead.close()
+    program = pipeline.Program("cpu", pre, post, "pre", "post", "cpu", ahead=ahead)
+    helped = _report(program)
+    assert ahead.helper._proc is None  # asked, answered and gone
+    monkeypatch.setattr(helper, "ENABLED", False)
+    plain = pipeline.Program("cpu", pre, post, "pre", "post", "cpu")
+    assert _report(plain) == helped
+
+
+def test_a_failed_lowering_stops_the_helper(monkeypatch) -> None:
+    monkeypatch.setattr(helper, "cores", lambda: 2)
+    monkeypatch.setattr(helper, "MIN_TEXT", 0)
+    ahead = pipeline.Ahead("pre", "post", "cpu", helped=True)
+    ahead("pre", _text(PRE))
+    assert ahead.helper is not None
+    proc = ahead.helper._proc
+    ahead.close(failed=True)
+    assert proc is not None and proc.wait(timeout=30) is not None
+
+
+@pytest.mark.parametrize("helped", [False, True])
+def test_no_helper_without_the_option_or_for_small_texts(helped: bool, monkeypatch) -> None:
+    monkeypatch.setattr(helper, "cores", lambda: 2)
+    ahead = pipeline.Ahead("pre", "post", "cpu", helped=helped)
+    ahead("pre", _text(PRE))  # 0.1 MB: under MIN_TEXT
+    ahead.close(failed=True)
+    assert ahead.helper is None
