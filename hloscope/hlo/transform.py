@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
 from hloscope.hlo.gcpause import gc_paused
-from hloscope.hlo.ir import Attribute, Computation, Instruction, Module
+from hloscope.hlo.ir import Attribute, Computation, Instruction, Module, new_instruction
 from hloscope.hlo.shape import Shape
 from hloscope.hlo.undo import Undone, undo_dot_merger, undo_split_k
 
@@ -93,7 +93,12 @@ def _renamed(instr: Instruction, rename: Callable[[str], str]) -> Instruction:
     """``instr`` reading renamed operands; the same object when nothing changed (the common
     case, and a copy of a frozen dataclass is not free)."""
     ops = tuple(rename(o) for o in instr.operands)
-    return instr if ops == instr.operands else dataclasses.replace(instr, operands=ops)
+    if ops == instr.operands:
+        return instr
+    i = instr
+    return new_instruction(i.name, i.opcode, i.shape, ops, i.attributes, i.is_root,
+                           i.parameter_number, i.literal, i.called_computations,
+                           i.fusion_kind, i.metadata, i.backend_config, i.control_predecessors)
 
 
 def _merge_key(instr: Instruction) -> Optional[tuple[object, ...]]:
@@ -216,16 +221,13 @@ class _Expander:
                     new_name = f.name if f.name not in taken else self._fresh(f.name, "unfused")
                     taken.add(new_name)
                 local[f.name] = new_name
-                # The constructor, not dataclasses.replace: this runs once per fused op.
-                g = Instruction(
-                    name=new_name, opcode=f.opcode, shape=f.shape,
-                    operands=tuple(local[o] for o in f.operands),
-                    attributes=f.attributes if not f.control_predecessors
+                # Made whole, not with dataclasses.replace: this runs once per fused op.
+                g = new_instruction(
+                    new_name, f.opcode, f.shape, tuple(local[o] for o in f.operands),
+                    f.attributes if not f.control_predecessors
                     else tuple(a for a in f.attributes if a.key != "control-predecessors"),
-                    is_root=f.is_root and instr.is_root, parameter_number=f.parameter_number,
-                    literal=f.literal, called_computations=f.called_computations,
-                    fusion_kind=f.fusion_kind, metadata=f.metadata,
-                    backend_config=f.backend_config, control_predecessors=())
+                    f.is_root and instr.is_root, f.parameter_number, f.literal,
+                    f.called_computations, f.fusion_kind, f.metadata, f.backend_config, ())
                 if f.is_root:
                     g = dataclasses.replace(g, attributes=g.attributes + tuple(
                         a for a in instr.attributes if a.key == "control-predecessors"),
