@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Speed of the analyses on the 24-layer BERT-Large Adam training step (seq 512, cpu), as
-ratios to its parse time measured in the same run:
+ratios to its parse time measured in the same run (and to the token path's, which the targets
+were set against before the parser's line path halved the parse):
 
   fusion  fusion clusters + the nested graph view      target: at most 0.5x parse
   fused   liveness + packing of the module as compiled  } target: at most 1x parse each
@@ -27,6 +28,7 @@ from hloscope.analysis.fusion import fusion_clusters  # noqa: E402
 from hloscope.analysis.graph import module_graph  # noqa: E402
 from hloscope.analysis.liveness import analyze  # noqa: E402
 from hloscope.analysis.memory import unfused_analysis  # noqa: E402
+from hloscope.hlo import parser  # noqa: E402
 from hloscope.hlo.parser import parse  # noqa: E402
 
 
@@ -45,6 +47,11 @@ def main() -> int:
     a = ap.parse_args()
     text = bert_large_text()
     t_parse, module = best(lambda: parse(text), a.repeat)
+    # The parse these targets were set against: the token path, before the line path
+    # (2026-12-04) made parse() about twice as fast and so every ratio about twice as large.
+    parser.LINE_PATH = False
+    t_tokens, _ = best(lambda: parse(text), a.repeat)
+    parser.LINE_PATH = True
     n = sum(len(c) for c in module.computations)
     t_fusion, clusters = best(lambda: (fusion_clusters(module), module_graph(module)), a.repeat)
     t_fused, fused = best(lambda: analyze(module, BACKENDS["cpu"]), a.repeat)
@@ -52,13 +59,14 @@ def main() -> int:
     print(f"BERT-Large 24-layer training step: {len(text) / 1e6:.1f} MB, {n:,} instructions, "
           f"{len(clusters[0]):,} fusions, {len(fused.values):,} values fused, "
           f"{len(unfused[0].values):,} unfused")
-    print(f"parse                       {t_parse:7.2f} s")
-    print(f"fusion clusters + graph     {t_fusion:7.2f} s  {t_fusion / t_parse:5.2f}x parse"
-          "  (target <= 0.5x)")
-    print(f"liveness + packing, fused   {t_fused:7.2f} s  {t_fused / t_parse:5.2f}x parse"
-          "  (target <= 1x)")
-    print(f"unfuse + schedule + liveness{t_unfused:7.2f} s  {t_unfused / t_parse:5.2f}x parse"
-          "  (target <= 1x)")
+    print(f"parse                       {t_parse:7.2f} s   (the token path alone: "
+          f"{t_tokens:.2f} s)")
+    for label, t, goal in (("fusion clusters + graph     ", t_fusion, 0.5),
+                           ("liveness + packing, fused   ", t_fused, 1.0),
+                           ("unfuse + schedule + liveness", t_unfused, 1.0)):
+        print(f"{label}{t:7.2f} s  {t / t_parse:5.2f}x parse, {t / t_tokens:5.2f}x the token "
+              f"path  (target <= {goal:g}x: {'met' if t <= goal * t_parse else 'NOT met'}; "
+              f"against the token path {'met' if t <= goal * t_tokens else 'NOT met'})")
     print(f"temp packed: fused {fused.figures.temp_packed_bytes:,} B, unfused "
           f"{unfused[0].figures.temp_packed_bytes:,} B")
     return 0
