@@ -17,7 +17,6 @@ from typing import Any, Callable, Optional, Sequence
 from hloscope.analysis import helper
 from hloscope.analysis.diff import Measured, Report, TargetReport, measure, report, \
     target_report
-from hloscope.analysis.helper import UnfusedHelper
 from hloscope.analysis.liveness import Analysis
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Module
@@ -95,7 +94,7 @@ class Ahead:
         # after it): its unfused estimate goes to a helper process, started with the pre
         # text when that is large enough to be worth one (analysis.helper).
         self.helped = helped
-        self.helper: Optional[UnfusedHelper] = None
+        self.helper: Optional[helper.UnfusedHelper] = None
 
     def __call__(self, kind: str, text: str) -> None:
         self.texts[kind] = text
@@ -147,29 +146,24 @@ def read_ahead(program: Program) -> Optional[tuple[Module, Module, Measured]]:
 
 def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) -> TargetReport:
     ahead = read_ahead(program)
-    aid: Optional[UnfusedHelper] = None
-    if ahead is not None:
-        pre, post, measured = ahead
-    else:
-        if helper.wanted(len(program.post)):
-            # Two texts to read first: the helper parses the optimized one beside them.
-            aid = helper.UnfusedHelper()
-            aid.submit(program.post, program.post_source, program.backend)
-        try:
-            (pre, post), measured = modules_of(program), None
-        except BaseException:
-            if aid is not None:
-                aid.close()
-            raise
-    if modules is not None:
-        modules[program.target] = (pre, post)
+    aid: Optional[helper.UnfusedHelper] = None
     try:
+        if ahead is not None:
+            pre, post, measured = ahead
+        else:
+            if helper.wanted(len(program.post)):
+                # Two texts to read first: the helper parses the optimized one beside them.
+                aid = helper.UnfusedHelper()
+                aid.submit(program.post, program.post_source, program.backend)
+            (pre, post), measured = modules_of(program), None
+        if modules is not None:
+            modules[program.target] = (pre, post)
         return target_report(pre, post, program.target, program.backend, program.xla or None,
                              program.xla_unfused or None, program.framework, top,
                              program.parallel, measured, aid.result if aid else None)
     finally:
         if aid is not None:
-            aid.close()
+            aid.close()  # a no-op once it has answered
 
 
 def _sources(model: str, target: str) -> tuple[str, str]:

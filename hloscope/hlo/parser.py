@@ -1198,20 +1198,17 @@ def _balanced_braces(text: str) -> bool:
 
 
 def _shape(text: str) -> Shape:
-    shape = _shape_cache.get(text)
-    if shape is None:
-        try:
-            shape = parse_array_shape(text)
-        except ShapeError:
-            raise _GiveUp from None
-    return shape
+    try:
+        return parse_array_shape(text)
+    except ShapeError:
+        raise _GiveUp from None
 
 
 class _LineReader:
     def __init__(self, text: str, source: str) -> None:
         self.text, self.source = text, source
         self.metadata: dict[str, OpMetadata] = {}
-        self.called: list[tuple[str, ...]] = []
+        self.called: set[str] = set()  # every computation an instruction names
 
     def module(self) -> Module:
         text = self.text
@@ -1250,7 +1247,7 @@ class _LineReader:
                     raise _GiveUp
                 entry_name = comp_name
             computations.append(Computation(comp_name, instructions, is_entry))
-        if not computations or any(c not in names for cs in self.called for c in cs):
+        if not computations or not self.called <= names:
             raise _GiveUp
         if entry_name is None:
             last = computations[-1]
@@ -1282,7 +1279,7 @@ class _LineReader:
         defined: set[str] = set()
         roots = 0
         match_line, match_attr, match_key = _LINE_RE.match, _ATTR_RE.match, _KEY_RE.match
-        operands_form, computation_attributes = _OPERANDS_RE.fullmatch, COMPUTATION_ATTRIBUTES
+        operands_form = _OPERANDS_RE.fullmatch
         shapes = _shape_cache
         memo = self.metadata
         called = self.called
@@ -1334,11 +1331,8 @@ class _LineReader:
                         if ok:
                             operands = tuple(inner.replace("%", "").split(", "))
                     if ok:
-                        for attr in attributes:
-                            if attr.key in computation_attributes:
-                                if _is_inline(attr):
-                                    raise _GiveUp
-                                called.append(attrs.parse_name_list(attr.value))
+                        if any(map(_is_inline, attributes)):
+                            raise _GiveUp
                         try:
                             instr = _instruction(name, opcode, shape, operands, attributes,
                                                  root is not None, parameter_number, literal,
@@ -1352,6 +1346,8 @@ class _LineReader:
                 if stripped == "}":
                     break
                 instr = self.token_line(line)
+            if instr.called_computations:
+                called.update(instr.called_computations)
             if instr.name in defined:
                 raise _GiveUp
             defined.add(instr.name)
@@ -1381,7 +1377,6 @@ class _LineReader:
         if p.kinds[p.i] != "EOF" or p.nested or p.omitted or p.inline or p.spans or \
                 instr.shape is _OMITTED:
             raise _GiveUp
-        self.called.extend(names for names, _, _ in p.calls)
         return instr
 
 
