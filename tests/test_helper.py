@@ -108,6 +108,7 @@ def test_a_failed_lowering_stops_the_helper(monkeypatch) -> None:
     proc = ahead.helper._proc
     ahead.close(failed=True)
     assert proc is not None and proc.wait(timeout=30) is not None
+    ahead._pool.shutdown(wait=True)  # the pre text's read, already started, ends here
 
 
 @pytest.mark.parametrize("helped", [False, True])
@@ -116,4 +117,5 @@ def test_no_helper_without_the_option_or_for_small_texts(helped: bool, monkeypat
     ahead = pipeline.Ahead("pre", "post", "cpu", helped=helped)
     ahead("pre", _text(PRE))  # 0.1 MB: under MIN_TEXT
     ahead.close(failed=True)
+    ahead._pool.shutdown(wait=True)  # (a read left running would pause the collector)
     assert ahead.helper is None
