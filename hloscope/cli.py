@@ -291,8 +291,21 @@ def graph(file: str, output: Optional[str], computation: Optional[str],
                f"{len(g.edges):,} edges)", err=True)
 
 
+def _donate(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    from hloscope.frontends.jax import EntryError, parse_donate
+    try:
+        return parse_donate(value)
+    except EntryError as e:
+        raise click.BadParameter(str(e)) from None
+
+
 def _devices_options(f: Callable[..., None]) -> Callable[..., None]:
-    """--devices N and --split SIZE, for the commands that lower a model file."""
+    """--devices N, --split SIZE and --donate, for the commands that lower a model file."""
+    f = click.option("--donate", default=None, metavar="all|none|0,1,...", callback=_donate,
+                     help="Which arguments the step donates (its outputs reuse their buffers, "
+                          "as jax.jit(..., donate_argnums=...) does). Default: as the entry "
+                          "does (its own jax.jit/nnx.jit; a plain function donates "
+                          "nothing).")(f)
     f = click.option("--split", default="batch", show_default=True, metavar="SIZE",
                      help="The size that --devices splits.")(f)
     return click.option("--devices", type=click.IntRange(min=1), default=1, show_default=True,
@@ -382,7 +395,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
          list_entries: bool, dtype: Optional[str], no_xla_unfused: bool,
          module_name: Optional[str], backend: Optional[str], save_dir: Optional[str],
          as_json: bool, html_path: Optional[str], svg_dir: Optional[str], top: int,
-         devices: int, split: str, quiet: bool) -> None:
+         devices: int, split: str, donate: Optional[str], quiet: bool) -> None:
     """Before vs after XLA optimization: fusions and memory with and without fusion, beside
     XLA's own figures. PATHS is a model file (MODEL.py defining hloscope_entries), two HLO
     files (PRE POST), an --xla_dump_to directory, or a directory written by --save."""
@@ -433,7 +446,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
                 os.environ.setdefault("JAX_PLATFORMS", "cpu")
                 entry_name, programs = pipeline.lower_model(
                     path, targets, entry, sizes, dtype, not no_xla_unfused, progress.stage,
-                    devices, split)
+                    devices, split, donate=donate)
             else:
                 fail("expected one model file or directory, or two HLO files (PRE POST)")
             rep = pipeline.diff_programs(programs, model, entry_name, sizes, dtype, skipped,
@@ -478,9 +491,10 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str],
         sets: tuple[str, ...], dtype: Optional[str], lo: int, hi: Optional[int],
-        devices: int, split: str, as_json: bool, quiet: bool) -> None:
+        devices: int, split: str, donate: Optional[str], as_json: bool,
+        quiet: bool) -> None:
     """The largest value of one size (batch, seq, ...) whose program fits a memory budget:
-    parameters + outputs + packed temporaries, as compiled (fused), with fusion undone
+    parameters + outputs - alias + packed temporaries, as compiled (fused), with fusion undone
     (unfused) and op by op (eager). Each value is one deviceless compile, cached."""
     from hloscope import fit as fitting
     from hloscope.frontends.jax import CompileError, MissingCompilerError
@@ -498,7 +512,8 @@ def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         with Progress(enabled=not quiet) as progress:
             result = fitting.fit(path, vary, budget, chosen[0], entry, sizes, dtype, lo, hi,
-                                 on_stage=progress.stage, devices=devices, split=split)
+                                 on_stage=progress.stage, devices=devices, split=split,
+                                 donate=donate)
     except (ModelFileError, CompileError, MissingCompilerError) as e:
         fail(str(e))
     except HloParseError as e:
@@ -528,9 +543,9 @@ def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def sweep(path: str, varies: tuple[str, ...], target: str, entry: Optional[str],
           sets: tuple[str, ...], dtype: Optional[str], svg_path: Optional[str], devices: int,
-          split: str, as_json: bool, quiet: bool) -> None:
-    """Bytes of the program (parameters + outputs + packed temp) fused, unfused and eager at
-    each combination of sizes: how each grows with batch or sequence length."""
+          split: str, donate: Optional[str], as_json: bool, quiet: bool) -> None:
+    """Bytes of the program (parameters + outputs - alias + packed temp) fused, unfused and
+    eager at each combination of sizes: how each grows with batch or sequence length."""
     from hloscope import fit as fitting
     from hloscope.frontends.jax import CompileError, MissingCompilerError
     from hloscope.frontends.loader import ModelFileError, parse_size
@@ -547,7 +562,8 @@ def sweep(path: str, varies: tuple[str, ...], target: str, entry: Optional[str],
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         with Progress(enabled=not quiet) as progress:
             result = fitting.sweep(path, vary, chosen[0], entry, sizes, dtype,
-                                   on_stage=progress.stage, devices=devices, split=split)
+                                   on_stage=progress.stage, devices=devices, split=split,
+                                   donate=donate)
     except (ModelFileError, CompileError, MissingCompilerError) as e:
         fail(str(e))
     except HloParseError as e:

@@ -1,7 +1,7 @@
 """`hloscope fit`: the largest value of one size of a model file (batch, seq, ...) whose program
 fits a memory budget, as compiled (fused), with every fusion expanded (unfused) and op by op
-(eager). A program's bytes are what XLA allocates for it: parameters + outputs + packed
-temporaries (docs/memory-model.md).
+(eager). A program's bytes are what XLA allocates for it: parameters + outputs - alias (the
+outputs kept in a donated parameter's buffer) + packed temporaries (docs/memory-model.md).
 
 Each value tried is one deviceless compile; its three totals are cached on disk by (model file
 contents, entry, sizes, target, dtype, hloscope version), so a repeated fit compiles nothing.
@@ -66,7 +66,7 @@ def parse_budget(text: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Point:
-    """One value tried: each way's bytes (parameters + outputs + packed temp)."""
+    """One value tried: each way's bytes (parameters + outputs - alias + packed temp)."""
 
     value: int
     fused: int
@@ -199,11 +199,16 @@ def file_digest(path: str) -> str:
 
 
 def cache_key(digest: str, entry: Optional[str], sizes: dict[str, Any], target: str,
-              dtype: Optional[str], devices: int = 1, split: str = "batch") -> str:
+              dtype: Optional[str], devices: int = 1, split: str = "batch",
+              donate: Optional[str] = None) -> str:
     from hloscope import __version__
-    parts: list[Any] = [digest, entry, sorted(sizes.items()), target, dtype, __version__]
+    # "totals/2": totals count an output aliased to a donated parameter once.
+    parts: list[Any] = [digest, entry, sorted(sizes.items()), target, dtype, __version__,
+                        "totals/2"]
     if devices > 1:
         parts += [devices, split]
+    if donate is not None:
+        parts += ["donate", donate]
     blob = json.dumps(parts, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
@@ -216,15 +221,16 @@ def default_cache_dir() -> str:
 def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: Optional[str],
             dtype: Optional[str], cache: str,
             on_stage: Callable[[str, str], None] = lambda t, s: None, devices: int = 1,
-            split: str = "batch") -> tuple[dict[str, int], str, bool]:
-    """Each way's bytes (parameters + outputs + packed temp) for one set of sizes, from the
+            split: str = "batch", donate: Optional[str] = None
+            ) -> tuple[dict[str, int], str, bool]:
+    """Each way's bytes (parameters + outputs - alias + packed temp) for one set of sizes, from the
     cache or by compiling now; also the entry's name and whether it compiled. ``digest`` is
     the model file's ``file_digest``. With ``devices`` > 1 the bytes are one device's of the
     data-parallel program (``frontends.parallel``)."""
     from hloscope import pipeline
     from hloscope.analysis.diff import measure
     key_path = os.path.join(cache, cache_key(digest, entry, sizes, target, dtype, devices,
-                                             split) + ".json")
+                                             split, donate) + ".json")
     if os.path.exists(key_path):
         with open(key_path) as f:
             saved = json.load(f)
@@ -232,7 +238,7 @@ def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: O
     on_stage(target, "compiling with " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
     entry_name, programs = pipeline.lower_model(path, [target], entry, sizes, dtype,
                                                 xla_unfused=False, devices=devices,
-                                                split=split, fusions=False)
+                                                split=split, fusions=False, donate=donate)
     # Only the memory figures (not the fusion clusters), measured while XLA compiled if the
     # program was lowered in this process.
     ahead = pipeline.read_ahead(programs[0])
@@ -241,7 +247,7 @@ def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: O
     totals = {}
     for way, row in (("fused", m.fused), ("unfused", m.unfused), ("eager", m.eager)):
         assert row is not None
-        totals[way] = row.parameter_bytes + row.output_bytes + row.temp_packed_bytes
+        totals[way] = row.total_bytes  # parameters + outputs - alias + packed temp
     os.makedirs(cache, exist_ok=True)
     with open(key_path + ".tmp", "w") as f:
         json.dump({"entry": entry_name, **totals}, f)
@@ -273,7 +279,7 @@ def sweep(path: str, vary: dict[str, list[Any]], target: str = "cpu",
           entry: Optional[str] = None, sizes: Optional[dict[str, Any]] = None,
           dtype: Optional[str] = None, cache_dir: Optional[str] = None,
           on_stage: Callable[[str, str], None] = lambda t, s: None, devices: int = 1,
-          split: str = "batch") -> SweepResult:
+          split: str = "batch", donate: Optional[str] = None) -> SweepResult:
     """Each way's bytes at every combination of the varied sizes (the first varies slowest)."""
     import itertools
     cache = cache_dir if cache_dir is not None else default_cache_dir()
@@ -283,7 +289,7 @@ def sweep(path: str, vary: dict[str, list[Any]], target: str = "cpu",
     for combo in itertools.product(*(vary[n] for n in names)):
         values = {**(sizes or {}), **dict(zip(names, combo))}
         totals, entry_name, compiled = measure(path, digest, values, target, entry, dtype,
-                                               cache, on_stage, devices, split)
+                                               cache, on_stage, devices, split, donate)
         compiles += compiled
         rows.append(SweepRow(dict(zip(names, combo)), totals["fused"], totals["unfused"],
                              totals["eager"]))
@@ -295,7 +301,7 @@ def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[
         sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None, lo: int = 1,
         hi: Optional[int] = None, cache_dir: Optional[str] = None,
         on_stage: Callable[[str, str], None] = lambda t, s: None, devices: int = 1,
-        split: str = "batch") -> FitResult:
+        split: str = "batch", donate: Optional[str] = None) -> FitResult:
     """Fit ``vary`` of the model file at ``path`` into ``budget`` bytes on ``target``, each
     device's share when ``devices`` > 1. Varying the size that the devices split (``split``),
     only its multiples of ``devices`` are tried, and ``lo``, ``hi`` and the answer are global
@@ -312,7 +318,8 @@ def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[
         nonlocal entry_name
         v = k * step
         totals, entry_name, compiled = measure(path, digest, {**base, vary: v}, target, entry,
-                                               dtype, cache, on_stage, devices, split)
+                                               dtype, cache, on_stage, devices, split,
+                                               donate)
         return Point(v, totals["fused"], totals["unfused"], totals["eager"]), compiled
 
     k_lo = -(-lo // step)

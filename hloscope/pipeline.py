@@ -43,6 +43,8 @@ class Program:
     post_unfused: Optional[str] = None
     # How it was split over devices (frontends.parallel.Parallel as a dict): --devices N.
     parallel: Optional[dict[str, Any]] = None
+    # What the frontend was asked to donate, in words (frontends.jax.Lowered.donation).
+    donation: str = ""
     # The texts' parse and analyses, started while XLA compiled (lowered in this process).
     ahead: Optional["Ahead"] = field(default=None, compare=False, repr=False)
 
@@ -160,7 +162,8 @@ def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) 
             modules[program.target] = (pre, post)
         return target_report(pre, post, program.target, program.backend, program.xla or None,
                              program.xla_unfused or None, program.framework, top,
-                             program.parallel, measured, aid.result if aid else None)
+                             program.parallel, measured, aid.result if aid else None,
+                             program.donation)
     finally:
         if aid is not None:
             aid.close()  # a no-op once it has answered
@@ -175,17 +178,19 @@ def _program(lowered: Any, model: str, backend: Optional[str],
     return Program(lowered.target, lowered.pre, lowered.post, *_sources(model, lowered.target),
                    backend, lowered.framework,
                    dict(lowered.memory), dict(lowered.memory_unfused), lowered.post_unfused,
-                   lowered.parallel, ahead)
+                   lowered.parallel, donation=getattr(lowered, "donation", ""), ahead=ahead)
 
 
 def _lower_here(entry: Any, target: Any, model: str, dtype: Optional[str],
-                xla_unfused: bool, fusions: bool = True) -> Program:
+                xla_unfused: bool, fusions: bool = True,
+                donate: Optional[str] = None) -> Program:
     """Lower an entry in this process, reading its texts while XLA compiles (Ahead)."""
     from hloscope.frontends.worker import lower_entry
     ahead = Ahead(*_sources(model, target.name), target.backend, fusions,
                   helped=not xla_unfused)
     try:
-        lowered = lower_entry(entry, target, model, dtype, xla_unfused, on_text=ahead)
+        lowered = lower_entry(entry, target, model, dtype, xla_unfused, on_text=ahead,
+                              donate=donate)
     except BaseException:
         ahead.close(failed=True)
         raise
@@ -196,12 +201,14 @@ def _lower_here(entry: Any, target: Any, model: str, dtype: Optional[str],
 def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
                 sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None,
                 xla_unfused: bool = True, on_stage: Stage = _quiet, devices: int = 1,
-                split: str = "batch", fusions: bool = True) -> tuple[str, list[Program]]:
+                split: str = "batch", fusions: bool = True,
+                donate: Optional[str] = None) -> tuple[str, list[Program]]:
     """Lower a model file's entry for each target: cpu in this process, every other target
     (and every target with ``devices`` > 1: data parallel over the size ``split``) in a worker
     process of its own. Returns the entry's name and one Program per target. A program
     lowered here is read while XLA compiles it (Ahead); ``fusions`` False leaves the fusion
-    clusters out of that (fit needs only the memory)."""
+    clusters out of that (fit needs only the memory). ``donate``: see
+    frontends.jax.parse_donate (None: as the entry does)."""
     from hloscope.frontends.loader import load_model_file
     from hloscope.frontends.targets import get_target
     from hloscope.frontends.worker import lower_in_worker
@@ -214,12 +221,13 @@ def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
         if t.platform == "cpu" and devices == 1:
             on_stage(t.name, "lowering and compiling" + (" (and without fusion)"
                                                          if xla_unfused else ""))
-            programs.append(_lower_here(chosen, t, path, dtype, xla_unfused, fusions))
+            programs.append(_lower_here(chosen, t, path, dtype, xla_unfused, fusions,
+                                        donate))
             continue
         on_stage(t.name, "lowering and compiling in a worker process"
                  + (f" for {devices} devices" if devices > 1 else ""))
         lowered = lower_in_worker(path, chosen.name, dict(sizes or {}), t, dtype,
-                                  xla_unfused, devices, split)
+                                  xla_unfused, devices, split, donate)
         programs.append(_program(lowered, path, t.backend))
     return chosen.name, programs
 
@@ -238,16 +246,20 @@ def diff_programs(programs: Sequence[Program], model: str, entry: str = "",
 
 
 def diff(fn: Callable[..., Any], *example_args: Any, target: str = "cpu",
-         dtype: Optional[str] = None, xla_unfused: bool = True, top: int = 10) -> Report:
+         dtype: Optional[str] = None, xla_unfused: bool = True, top: int = 10,
+         donate: Optional[str] = None) -> Report:
     """The ``hloscope diff`` report for a JAX function (or a tf.function) and its example
-    arguments (arrays or shape-only specs), lowered in this process for ``target``."""
+    arguments (arrays or shape-only specs), lowered in this process for ``target``. ``fn``
+    may be already jitted (``jax.jit(f, donate_argnums=...)``, ``nnx.jit``, ...): it is then
+    lowered through its own ``.lower``; ``donate`` ("all", "none", "0,1") sets or overrides
+    the donated arguments."""
     from hloscope.frontends.loader import Entry, framework_of
     from hloscope.frontends.targets import get_target
     t = get_target(target)
     name = getattr(fn, "__name__", type(fn).__name__)
     entry = Entry(name, fn, tuple(example_args), framework_of(fn, tuple(example_args)))
-    return diff_programs([_lower_here(entry, t, name, dtype, xla_unfused)], name, name,
-                         dtype=dtype, top=top)
+    program = _lower_here(entry, t, name, dtype, xla_unfused, donate=donate)
+    return diff_programs([program], name, name, dtype=dtype, top=top)
 
 
 def read_text(path: str) -> str:
@@ -322,7 +334,8 @@ def save_programs(directory: str, programs: Sequence[Program], rep: Report) -> l
         if p.post_unfused is not None:
             files["post.nofusion.hlo"] = p.post_unfused
         meta = {"target": p.target, "backend": p.backend, "framework": p.framework,
-                "xla": p.xla, "xla_unfused": p.xla_unfused, "parallel": p.parallel}
+                "xla": p.xla, "xla_unfused": p.xla_unfused, "parallel": p.parallel,
+                "donation": p.donation}
         files[SAVED_TARGET] = json.dumps(meta, indent=2, sort_keys=True) + "\n"
         for name, text in files.items():
             path = os.path.join(d, name)
@@ -348,7 +361,8 @@ def saved_programs(directory: str) -> Optional[tuple[list[Program], dict[str, An
         pre, post = os.path.join(d, "pre.hlo"), os.path.join(d, "post.hlo")
         return Program(meta["target"], read_text(pre), read_text(post), pre, post,
                        meta.get("backend"), meta.get("framework", ""), meta.get("xla") or {},
-                       meta.get("xla_unfused") or {}, parallel=meta.get("parallel"))
+                       meta.get("xla_unfused") or {}, parallel=meta.get("parallel"),
+                       donation=meta.get("donation", ""))
 
     single = one(directory)
     if single is not None:

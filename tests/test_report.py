@@ -173,6 +173,7 @@ def test_report_is_self_contained(one_target_html) -> None:
     assert not re.search(r"(src|href)=[\"'](https?:)?//", html)
 
 
+@needs_dot
 def test_report_holds_the_tables_and_pictures(one_target_html) -> None:
     rep, _ = _report(1)
     t = rep.targets[0]

@@ -46,6 +46,9 @@ class MemoryRow:
     peak_step: int
     peak_instruction: str
     buffer_count: int
+    # Outputs kept in the buffer of the parameter they alias (donated), counted in both above.
+    alias_bytes: int = 0
+    total_bytes: int = 0  # parameters + outputs - alias + temp packed: what must fit at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,18 @@ class ParallelInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class Donation:
+    """What the program donates: ``requested`` is what the frontend was asked for, in words
+    (empty for HLO files and dumps); ``parameters`` the entry parameter numbers an output
+    aliases in the optimized module (its ``input_output_alias``: what XLA made of the
+    request), and ``alias_bytes`` their bytes, counted once in the total."""
+
+    requested: str
+    parameters: tuple[int, ...]
+    alias_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class SavedSummary:
     """The activations a training step keeps for its backward pass, in the fused program
     (``hloscope saved`` lists them one by one)."""
@@ -153,6 +168,7 @@ class TargetReport:
     parallel: Optional[ParallelInfo] = None  # --devices N: the figures are per device
     collectives: tuple[CollectiveCount, ...] = ()  # all-reduce and friends, by bytes
     saved: Optional[SavedSummary] = None  # a training step's activations kept for backward
+    donation: Optional[Donation] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +198,8 @@ def _counts(module: Module) -> ModuleCounts:
 
 def _row(f: MemoryFigures) -> MemoryRow:
     return MemoryRow(f.parameter_bytes, f.output_bytes, f.temp_peak_bytes, f.temp_packed_bytes,
-                     f.peak_step, f.peak_instruction, f.buffer_count)
+                     f.peak_step, f.peak_instruction, f.buffer_count, f.alias_bytes,
+                     f.total_bytes)
 
 
 def _xla(figures: Optional[Mapping[str, int]]) -> Optional[dict[str, int]]:
@@ -231,8 +248,8 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
                   top: int = 10,
                   parallel: Optional[Mapping[str, Any]] = None,
                   measured: Optional[Measured] = None,
-                  unfused_of: Optional[Callable[[], Optional[UnfusedPart]]] = None
-                  ) -> TargetReport:
+                  unfused_of: Optional[Callable[[], Optional[UnfusedPart]]] = None,
+                  donation: str = "") -> TargetReport:
     """Everything ``hloscope diff`` shows for one target, from the two modules and XLA's
     figures (either may be absent: an HLO file pair has none); ``measured``, when given, is
     ``measure(pre, post, backend)`` done already (else ``unfused_of`` goes to measure)."""
@@ -277,7 +294,10 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
         unfused_live_at_peak=mem.unfused.live_at_peak[:top], parallel=par,
         collectives=collectives(post),
         saved=SavedSummary(mem.saved.count, mem.saved.bytes, mem.saved.by_scope[:64])
-        if mem.saved is not None else None)
+        if mem.saved is not None else None,
+        donation=Donation(donation, tuple(sorted({a.parameter_number
+                                                  for a in post.input_output_alias})),
+                          mem.fused.alias_bytes))
 
 
 def report(targets: tuple[TargetReport, ...], model: str, entry: str = "",

@@ -25,6 +25,10 @@ class Interval:
     id: int
     size: int
     ranges: tuple[tuple[int, int], ...]
+    # XLA's sort keys when the caller knows them (liveness._heap_keys: durations in the heap
+    # simulator's event clock); empty: computed here from the ranges.
+    spatial_key: tuple[int, ...] = ()
+    temporal_key: tuple[int, ...] = ()
 
     @property
     def start(self) -> int:
@@ -170,9 +174,10 @@ def pack(intervals: list[Interval], alignment: int = 1,
     """Place every interval; return the offsets and heap size of the better of XLA's two
     orders (spatial: size, then lifetime; temporal: start time, then size), or of the
     ``orders`` given."""
-    keys = {"spatial": lambda iv: (-iv.size, -(iv.end - iv.start), iv.id),
-            "temporal": lambda iv: (iv.start, -iv.size, iv.id)}
-    single = all(len(iv.ranges) == 1 for iv in intervals)
+    keys = {"spatial": lambda iv: iv.spatial_key or (-iv.size, -(iv.end - iv.start), iv.id),
+            "temporal": lambda iv: iv.temporal_key or (iv.start, -iv.size, iv.id)}
+    # The online allocator needs the intervals in start order: the temporal order of old.
+    single = all(len(iv.ranges) == 1 and not iv.temporal_key for iv in intervals)
     best: Placement | None = None
     for name in orders:
         order = sorted(intervals, key=keys[name])

@@ -85,7 +85,7 @@ class MemoryFigures:
     backend: str
     schedule_length: int
     parameter_bytes: int
-    output_bytes: int
+    output_bytes: int  # every output, those stored in a donated parameter's buffer included
     constant_bytes: int
     temp_peak_bytes: int
     temp_packed_bytes: int
@@ -101,6 +101,12 @@ class MemoryFigures:
     thread_local_bytes: int = 0
     heap_order: str = ""
     eliminated: "Eliminated" = field(default_factory=lambda: Eliminated(0, 0))
+    # Outputs stored in the buffer of the parameter they alias (input_output_alias: donated
+    # arguments), counted in parameters and in outputs alike, as XLA counts them.
+    alias_bytes: int = 0
+    # What the program needs at once: parameters + outputs - alias + packed temp (XLA's own
+    # sum of memory_analysis(); constants and thread-local scratch apart).
+    total_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,11 +350,17 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
     root = b.run(module.entry, None)
     end = len(b.schedule)
     live_out = set(root.values())
+    aliased = _entry_aliases(module, b, root)
     values: list[Value] = []
     for vid, (comp, instr, index, shape, start) in enumerate(b.defs):
         last = b.uses[vid]
         if instr.opcode == "parameter" and comp == module.entry_name:
-            start, last = 0, end
+            # A read-only parameter lives for the whole program; one that an output aliases
+            # (donated) only until its last read, after which its buffer may hold other
+            # values (HloLiveRange's rule).
+            start = 0
+            if vid not in aliased:
+                last = end
         if vid in live_out:
             last = end
         md = instr.metadata
@@ -358,7 +370,31 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
             shape.padded_bytes if be.padded_sizes else shape.logical_bytes, start, last,
             shape.layout.memory_space if shape.layout else 0, shape.is_tuple,
             md.op_name if md else "", f"{loc.file}:{loc.line}" if loc and loc.file else ""))
-    return _assign(module, be, tuple(b.schedule), tuple(values), b, live_out, end)
+    return _assign(module, be, tuple(b.schedule), tuple(values), b, live_out, end,
+                   frozenset(aliased))
+
+
+def _entry_aliases(module: Module, b: _Builder, root: Tree) -> set[int]:
+    """The entry parameter values that an output aliases (``input_output_alias``, may- or
+    must-alias: a donated argument), each put in one storage group with the output value that
+    aliases it, as XLA's alias analysis puts both in one HloBuffer. Returns their value ids."""
+    out: set[int] = set()
+    if not module.input_output_alias:
+        return out
+    params = {p.parameter_number: p for p in module.entry.instructions
+              if p.opcode == "parameter"}
+    for a in module.input_output_alias:
+        p = params.get(a.parameter_number)
+        if p is None:
+            continue
+        pv = b.trees.get((module.entry_name, p.name), {}).get(a.parameter_index)
+        ov = root.get(a.output_index)
+        if pv is None:
+            continue
+        out.add(pv)
+        if ov is not None:
+            b.union(pv, ov)
+    return out
 
 
 def _class_of(instr_opcode: str, is_entry_param: bool, live_out: bool) -> str:
@@ -384,6 +420,8 @@ class _Slot:
         self.members: list[Value] = []
         self.disjoint = True
         self.is_table = False
+        self.aliased = False  # a donated parameter's allocation (it may hold temporaries)
+        self.group = -1  # the storage group the allocation was made for (fixed classes)
 
     def add(self, v: Value) -> None:
         if not self.members:
@@ -457,7 +495,8 @@ class _OutputFilter:
 
 
 def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction], ...],
-            values: tuple[Value, ...], b: _Builder, live_out: set[int], end: int) -> Analysis:
+            values: tuple[Value, ...], b: _Builder, live_out: set[int], end: int,
+            aliased: frozenset[int] = frozenset()) -> Analysis:
     # Groups of values that must share storage.
     groups: dict[int, list[Value]] = {}
     for v in values:
@@ -482,7 +521,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     other_spaces: dict[str, int] = {}
     output_slots: list[_Slot] = []
     temp_groups: list[tuple[int, list[Value]]] = []
-    table_sizes: list[int] = []
+    table_groups: list[list[Value]] = []
     for g, members in groups.items():
         members.sort(key=lambda v: (v.start, v.id))
         cls = cls_of_group(members)
@@ -497,16 +536,20 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                 # the heap at an aligned offset (XLA's "combine temp allocations"; measured in
                 # the cpu, gpu and tpu-v3 dumps). tpu-v4 does not count them.
                 if be.count_tuple_tables:
-                    table_sizes.append(max(v.size for v in members))
+                    table_groups.append(members)
                 continue
             temp_groups.append((g, members))
             continue
         fixed = _Slot(len(slots), cls, max(v.size for v in members))
+        fixed.group = g
         for v in members:
             fixed.add(v)
         slots.append(fixed)
         slot_of[g] = fixed
-        if cls == OUTPUT:
+        # A donated parameter's allocation is not read-only (BufferAllocation::is_readonly):
+        # like an output's, it may hold temporaries where they do not overlap its values.
+        fixed.aliased = cls == PARAMETER and any(v.id in aliased for v in members)
+        if cls == OUTPUT or fixed.aliased:
             output_slots.append(fixed)
     # XLA tries the allocations made so far from the last made back to the first
     # (BufferAssigner's AssignSingleHloBuffer). They are made largest first, ties in post
@@ -527,6 +570,10 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         if earlier.computation != later.computation:
             return False
         instr = instr_at[(later.computation, later.instruction)]
+        if instr.opcode == "copy":
+            # A copy never takes over its operand's buffer (BufferAssigner's
+            # LiveRangeInterferes and MaybeAssignBuffer): it exists to make a second one.
+            return False
         for k, op in enumerate(instr.operands):
             if trees[(later.computation, op)].get(()) != earlier.id:
                 continue
@@ -559,7 +606,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             if u.end != v.start:
                 continue
             slot = slot_of.get(group_of[u.id])
-            if slot is None or slot.cls not in (TEMP, OUTPUT) or slot.size < size:
+            if slot is None or not (slot.cls in (TEMP, OUTPUT) or slot.aliased) or \
+                    slot.size < size:
                 continue
             if not handoff(u, v):
                 continue
@@ -619,14 +667,22 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             slot.add(m)
         slot_of[g] = slot
 
-    placement = pack([Interval(s.id, s.size, tuple((m.start, m.end) for m in s.members))
+    keys = _heap_keys(heap_slots, group_of) if be.temps_in_outputs else {}
+    placement = pack([Interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),
+                               *keys.get(s.id, ((), ())))
                       for s in heap_slots], be.alignment, be.heap_orders)
     heap = placement.heap_size
-    top = heap
-    # Smallest first (measured: the gpu dumps place a 40-byte table after the 16-byte ones).
-    for size in sorted(table_sizes):
-        step = be.table_alignment or be.alignment
-        top = -(-top // step) * step + max(size, be.table_min_size)
+    thread_local = _thread_local_sizes(module, be)
+    if be.table_alignment:
+        # Measured on libtpu dumps: each table after the heap, smallest first, every
+        # table_alignment bytes.
+        top = heap
+        for size in sorted(max(v.size for v in g) for g in table_groups):
+            top = -(-top // be.table_alignment) * be.table_alignment + max(size,
+                                                                            be.table_min_size)
+    else:
+        top = _combined_temp(slots, table_groups, heap, len(thread_local), be.alignment, post,
+                             live_out)
     tables = top - heap
     buffers = tuple(Buffer(s.id, s.cls, s.size, tuple(m.id for m in s.members),
                            placement.offsets.get(s.id, -1)) for s in slots)
@@ -644,23 +700,31 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         timeline.append(live)
     peak = max(timeline, default=0)
     peak_step = timeline.index(peak) if peak else 0
-    at_peak = [m for s in slots if s.cls in (TEMP, OUTPUT) for m in s.members
+    at_peak = [m for s in slots if s.cls in (TEMP, OUTPUT) or s.aliased for m in s.members
                if m.start <= peak_step <= m.end and not m.is_table
-               and (s.cls == TEMP or m.id not in live_out)]
+               and (s.cls == TEMP or (m.id not in live_out and
+                                      (not s.aliased or group_of[m.id] != s.group)))]
     at_peak.sort(key=lambda m: (-m.size, m.instruction))
-    # A temporary XLA keeps inside an output allocation is "temp-in-output": live, but free.
-    live_at_peak = tuple(LiveValue(m.instruction, m.index,
-                                   TEMP if slot_of[group_of[m.id]].cls == TEMP
-                                   else "temp-in-output", m.shape, m.size, m.op_name, m.source)
+    # A temporary XLA keeps inside an output allocation is "temp-in-output", inside a donated
+    # parameter's allocation (after the parameter's last read) "temp-in-donated": live, but
+    # adding nothing to temp.
+    live_at_peak = tuple(LiveValue(m.instruction, m.index, _placement(slot_of[group_of[m.id]]),
+                                   m.shape, m.size, m.op_name, m.source)
                          for m in at_peak)
-    thread_local = _thread_local_sizes(module, be)
     by_cls: dict[str, int] = {}
+    alias_bytes = 0
     for s in slots:
         if s.cls != TEMP:
             by_cls[s.cls] = by_cls.get(s.cls, 0) + s.size
+        if s.aliased:
+            # One allocation, counted as XLA counts it: in the arguments and in the outputs,
+            # and once in alias (total = parameters + outputs - alias + temp).
+            alias_bytes += s.size
     figures = MemoryFigures(
         backend=be.name, schedule_length=end,
-        parameter_bytes=by_cls.get(PARAMETER, 0), output_bytes=by_cls.get(OUTPUT, 0),
+        parameter_bytes=by_cls.get(PARAMETER, 0),
+        output_bytes=by_cls.get(OUTPUT, 0) + alias_bytes, alias_bytes=alias_bytes,
+        total_bytes=by_cls.get(PARAMETER, 0) + by_cls.get(OUTPUT, 0) + heap + tables,
         constant_bytes=by_cls.get(CONSTANT, 0), temp_peak_bytes=peak,
         temp_packed_bytes=heap + tables, heap_bytes=heap, tuple_table_bytes=tables,
         peak_step=peak_step,
@@ -669,6 +733,130 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         other_memory_spaces=other_spaces, heap_order=placement.order,
         thread_local_count=len(thread_local), thread_local_bytes=sum(thread_local))
     return Analysis(module, be, schedule, values, buffers, figures, tuple(timeline))
+
+
+def _heap_keys(heap_slots: list["_Slot"], group_of: dict[int, int]
+               ) -> dict[int, tuple[tuple[int, ...], tuple[int, ...]]]:
+    """XLA's sort keys of each heap buffer (GlobalDecreasingSizeBestFitHeap): spatial (size
+    down, then the first value's duration down, then its value id) and temporal (the duration
+    to the last colocated value's end down, size down, value id). Durations are counted in the
+    heap simulator's own clock, which ticks once per event, not per step: at each step the
+    values defined there are allocated (or share a buffer: the operand they take over is freed
+    first, an event of its own), in (end, id) order, then the values that end there are freed
+    (HeapSimulator::RunComputation). Buffers of size 0 make no events."""
+    slot_of: dict[int, "_Slot"] = {}
+    for s in heap_slots:
+        for m in s.members:
+            slot_of[m.id] = s
+    members = sorted((m for s in heap_slots for m in s.members),
+                     key=lambda m: (m.start, m.end, m.id))
+    starting: dict[int, list[Value]] = {}
+    ending: dict[int, list[Value]] = {}
+    for m in members:
+        starting.setdefault(m.start, []).append(m)
+        ending.setdefault(m.end, []).append(m)
+    clock = 0
+    began: dict[int, int] = {}
+    ended: dict[int, int] = {}
+    groups_seen: set[int] = set()
+    slot_started: set[int] = set()
+    for step in sorted(set(starting) | set(ending)):
+        for m in starting.get(step, ()):
+            s = slot_of[m.id]
+            if s.size == 0:
+                began[m.id] = ended[m.id] = clock
+                continue
+            g = group_of[m.id]
+            if g not in groups_seen and s.id in slot_started:
+                # It takes over an operand that dies here: that one is freed first.
+                for w in s.members:
+                    if w.end == step and w.id in began and w.id not in ended:
+                        ended[w.id] = clock
+                        clock += 1
+                        break
+            groups_seen.add(g)
+            slot_started.add(s.id)
+            began[m.id] = clock
+            clock += 1
+        for m in ending.get(step, ()):
+            if m.id not in ended:
+                ended[m.id] = clock
+                if slot_of[m.id].size:
+                    clock += 1
+    out: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+    for s in heap_slots:
+        first = min(s.members, key=lambda m: (began[m.id], m.id))
+        last_end = max(ended[m.id] for m in s.members)
+        out[s.id] = ((-s.size, began[first.id] - ended[first.id], first.id),
+                     (began[first.id] - last_end, -s.size, first.id))
+    return out
+
+
+def partition_temps(order: list[tuple[bool, int]]) -> list[int]:
+    """The sizes of the temp allocations (``(True, size)``) in the order libstdc++'s
+    ``std::partition`` (the bidirectional one) leaves them when it moves every non-temp
+    allocation to the front: the first temp from the front swaps places with the last
+    non-temp from the back, until the two meet."""
+    order = list(order)
+    first, last = 0, len(order)
+    while True:
+        while first != last and not order[first][0]:
+            first += 1
+        if first == last:
+            break
+        last -= 1
+        while first != last and order[last][0]:
+            last -= 1
+        if first == last:
+            break
+        order[first], order[last] = order[last], order[first]
+        first += 1
+    return [size for is_temp, size in order[first:] if is_temp]
+
+
+def _combined_temp(slots: list["_Slot"], table_groups: list[list[Value]], heap: int,
+                   thread_locals: int, alignment: int, post: dict[tuple[str, str], int],
+                   live_out: set[int]) -> int:
+    """The size of XLA's one temp allocation: the heap and each temp tuple table's own
+    allocation, combined end to end at aligned offsets (BufferAssignment::
+    CombineTempAllocations) in the order ``std::partition`` leaves them when it moves the temp
+    allocations behind the others. That order follows from when each allocation was made:
+    the global computations' buffers by decreasing size (live-out first, then post order,
+    then value id: AssignBuffersForComputations), then the heap, then the thread-local
+    allocations. Measured on the cpu dumps: a table can come before the heap or after it."""
+    if not table_groups:
+        return heap
+    # (size, not live out, post order, first value id, is temp, temp size)
+    made: list[tuple[int, int, int, int, bool, int]] = []
+    for s in slots:
+        if s.cls == TEMP:
+            continue  # a heap slot, or one made inside the heap
+        first = min(s.members, key=lambda m: m.id)
+        made.append((-s.size, 0 if (s.cls == OUTPUT or s.aliased or
+                                    any(m.id in live_out for m in s.members)) else 1,
+                     min(post.get((m.computation, m.instruction), 0) for m in s.members),
+                     first.id, False, 0))
+    for g in table_groups:
+        size = max(v.size for v in g)
+        made.append((-size, 1, min(post.get((m.computation, m.instruction), 0) for m in g),
+                     min(m.id for m in g), True, size))
+    made.sort()
+    order: list[tuple[bool, int]] = [(t, size) for *_, t, size in made]
+    order.append((True, heap))
+    order += [(False, 0)] * thread_locals
+    run = partition_temps(order)
+    total = run[0]
+    for size in run[1:]:
+        total = -(-total // alignment) * alignment + size
+    return total
+
+
+def _placement(slot: "_Slot") -> str:
+    """Where a value live at the peak is kept: the temp heap, or inside an output's or a
+    donated parameter's allocation."""
+    if slot.cls == TEMP:
+        return TEMP
+    return "temp-in-donated" if slot.aliased else "temp-in-output"
 
 
 def _post_order_positions(module: Module) -> dict[tuple[str, str], int]:

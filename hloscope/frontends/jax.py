@@ -28,6 +28,9 @@ class Lowered:
     framework: str = "jax"
     # How the program was split over devices (frontends.parallel.Parallel.as_dict()), if it was.
     parallel: Optional[dict[str, Any]] = None
+    # What was asked to be donated, in words ("arguments 0, 1 (the entry's own jax.jit)",
+    # "none", ...); what XLA made of it is the optimized module's input_output_alias.
+    donation: str = ""
 
 
 class CompileError(RuntimeError):
@@ -42,6 +45,97 @@ def compile_error(error: BaseException, target: str) -> CompileError:
 
 class MissingCompilerError(RuntimeError):
     pass
+
+
+class EntryError(ValueError):
+    """The entry cannot be lowered as asked (a donation it cannot take, ...): the message says
+    why and what to do instead."""
+
+
+def parse_donate(text: Optional[str]) -> Optional[str]:
+    """``--donate``: "all", "none" or argument numbers ("0,1,2"); None keeps the entry's own.
+    Returns the normalised text; raises EntryError on anything else."""
+    if text is None:
+        return None
+    t = text.strip().lower()
+    if t in ("all", "none"):
+        return t
+    try:
+        nums = sorted({int(x) for x in t.split(",") if x.strip()})
+    except ValueError:
+        nums = []
+    if not nums or min(nums) < 0:
+        raise EntryError(f"--donate takes all, none or argument numbers like 0,1,2; got "
+                         f"'{text}'")
+    return ",".join(map(str, nums))
+
+
+def donate_argnums(donate: str, count: int) -> tuple[int, ...]:
+    """The argument numbers of a normalised ``--donate`` for a function of ``count``
+    arguments."""
+    if donate == "none":
+        return ()
+    if donate == "all":
+        return tuple(range(count))
+    nums = tuple(int(x) for x in donate.split(","))
+    if nums and max(nums) >= count:
+        raise EntryError(f"--donate {donate}: the entry takes {count} argument(s), numbered "
+                         f"0 to {count - 1}")
+    return nums
+
+
+def wrapper_kind(fn: Any) -> str:
+    """What compiled-function wrapper ``fn`` is ("jax.jit", "nnx.jit", "equinox.filter_jit",
+    or its type's name for anything else with ``.lower``), or "" for a plain function. A
+    wrapper is lowered through its own ``.lower``, so the user's donation, shardings and state
+    handling stay as they are."""
+    lower = getattr(fn, "lower", None)
+    if not callable(lower) or isinstance(fn, type):
+        return ""
+    module = type(fn).__module__ or ""
+    name = type(fn).__name__
+    if name == "PjitFunction" or module.startswith("jax"):
+        return "jax.jit"
+    if module.startswith("flax"):
+        return "nnx.jit"
+    if module.startswith("equinox"):
+        return "equinox.filter_jit"
+    return f"{module}.{name}".strip(".")
+
+
+def _jax_lowered(lowered: Any) -> Any:
+    """JAX's own ``jax.stages.Lowered`` inside a wrapper's (nnx and equinox keep it as
+    ``.lowered``)."""
+    import jax
+    seen = 0
+    while not isinstance(lowered, jax.stages.Lowered) and seen < 4:
+        inner = getattr(lowered, "lowered", None)
+        if inner is None:
+            raise EntryError(f"{type(lowered).__name__} returned by .lower() holds no "
+                             "jax.stages.Lowered; hloscope cannot read its HLO")
+        lowered, seen = inner, seen + 1
+    return lowered
+
+
+def _donated_arguments(lowered: Any) -> tuple[int, ...]:
+    """The top-level arguments with a donated leaf, from JAX's ``args_info``."""
+    import jax
+    try:
+        args = lowered.args_info[0]
+    except Exception:
+        return ()
+    out = []
+    for k, a in enumerate(args):
+        leaves = jax.tree.leaves(a, is_leaf=lambda x: hasattr(x, "donated"))
+        if any(getattr(x, "donated", False) for x in leaves):
+            out.append(k)
+    return tuple(out)
+
+
+def _arguments_text(nums: tuple[int, ...]) -> str:
+    if not nums:
+        return "none"
+    return ("argument " if len(nums) == 1 else "arguments ") + ", ".join(map(str, nums))
 
 
 def _prepare_environment(target: Target) -> None:
@@ -101,7 +195,8 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
           batch_axes: Optional[Sequence[Optional[int]]] = None,
           topology: Optional[str] = None,
           pre_args: Optional[tuple[Any, ...]] = None,
-          on_text: Optional[Callable[[str, str], None]] = None) -> Lowered:
+          on_text: Optional[Callable[[str, str], None]] = None,
+          donate: Optional[str] = None) -> Lowered:
     """Lower and compile ``fn(*args)`` for ``target``; arguments may be arrays or
     ``jax.ShapeDtypeStruct``s (only shapes and dtypes matter, nothing is allocated).
 
@@ -110,14 +205,25 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
     needed). ``devices`` > 1 splits each argument leaf along its ``batch_axes`` entry (None:
     replicated) over a one-axis mesh of that many devices (``frontends.parallel``); the text
     before optimization is then the unpartitioned program of all devices, so ``pre_args``
-    (one device's share of the arguments) gives the ``pre`` of one device instead. Errors
-    while tracing ``fn`` propagate as raised; XLA's refusals become ``CompileError``."""
+    (one device's share of the arguments) gives the ``pre`` of one device instead.
+
+    ``fn`` may be a compiled-function wrapper (``jax.jit``, ``nnx.jit``,
+    ``equinox.filter_jit``: anything with ``.lower``): it is lowered through its own
+    ``.lower`` with its own donation and state handling, never wrapped again; hloscope only
+    places the arguments on the target's device (array leaves become shape-only specs there,
+    concrete objects such as an NNX model and optimizer stay what they are). ``donate``
+    ("all", "none", "0,1"; see ``parse_donate``) sets the donated arguments of a plain
+    function, and overrides a ``jax.jit`` wrapper's by jitting the function it wraps again;
+    None keeps the entry's own (a plain function donates nothing). Errors while tracing ``fn``
+    propagate as raised; XLA's refusals become ``CompileError``."""
     t = get_target(target) if isinstance(target, str) else target
+    donate = parse_donate(donate)
     found = devices_for(t, devices, topology)
     import jax
     from jax.sharding import SingleDeviceSharding
 
     cast = _float_dtype(dtype)
+    kind = wrapper_kind(fn)
 
     def spec(a: Any) -> Any:
         dt = a.dtype
@@ -125,21 +231,50 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
             dt = cast
         return jax.ShapeDtypeStruct(a.shape, dt)  # type: ignore[no-untyped-call]
 
-    specs = jax.tree.map(spec, args)
-    sharding: Any = SingleDeviceSharding(found[0])
-    if devices > 1:
-        import numpy as np
-        from jax.sharding import Mesh
+    if kind and donate is not None:
+        inner = getattr(fn, "__wrapped__", None)
+        if kind != "jax.jit" or inner is None:
+            raise EntryError(f"--donate cannot change the donation of an {kind} entry; set "
+                             "donate_argnums where the model file wraps the function (or "
+                             "return the plain function and let --donate choose)")
+        fn, kind = inner, ""
+    if kind:
+        if devices > 1:
+            raise EntryError(f"--devices {devices} splits a plain function's arguments; this "
+                             f"entry is already compiled ({kind}) with its own shardings: "
+                             "return the plain function from hloscope_entries")
+        device = SingleDeviceSharding(found[0])
 
-        from hloscope.frontends.parallel import MESH_AXIS, shardings
-        assert batch_axes is not None
-        sharding = shardings(Mesh(np.array(found), (MESH_AXIS,)), specs, batch_axes)
-    jitted = jax.jit(fn, in_shardings=sharding, static_argnums=static_argnums)
-    lowered = jitted.lower(*specs)
+        def placed(a: Any) -> Any:
+            if not (hasattr(a, "shape") and hasattr(a, "dtype")) or isinstance(a, type):
+                return a
+            dt = a.dtype
+            if cast is not None and jax.numpy.issubdtype(dt, jax.numpy.floating):
+                dt = cast
+            return jax.ShapeDtypeStruct(a.shape, dt, sharding=device)  # type: ignore
+
+        wrapped = getattr(fn, "lower")(*jax.tree.map(placed, args))
+        lowered = _jax_lowered(wrapped)
+        how = f"{_arguments_text(_donated_arguments(lowered))} (the entry's own {kind})"
+    else:
+        specs = jax.tree.map(spec, args)
+        sharding: Any = SingleDeviceSharding(found[0])
+        if devices > 1:
+            import numpy as np
+            from jax.sharding import Mesh
+
+            from hloscope.frontends.parallel import MESH_AXIS, shardings
+            assert batch_axes is not None
+            sharding = shardings(Mesh(np.array(found), (MESH_AXIS,)), specs, batch_axes)
+        nums = donate_argnums(donate, len(args)) if donate is not None else ()
+        jitted = jax.jit(fn, in_shardings=sharding, static_argnums=static_argnums,
+                         donate_argnums=nums)
+        lowered = jitted.lower(*specs)
+        how = _arguments_text(nums) + (f" (--donate {donate})" if donate is not None else "")
     pre = lowered.as_text(dialect="hlo", debug_info=True)
-    if pre_args is not None:
+    if pre_args is not None and not kind:
         alone = jax.jit(fn, in_shardings=SingleDeviceSharding(found[0]),
-                        static_argnums=static_argnums)
+                        static_argnums=static_argnums, donate_argnums=nums)
         pre = alone.lower(*jax.tree.map(spec, pre_args)).as_text(dialect="hlo",
                                                                   debug_info=True)
     if on_text is not None:
@@ -155,7 +290,7 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
         raise compile_error(e, t.name) from e
     return Lowered(pre, post, t.name, memory_stats(compiled),
                    unfused.as_text() if unfused is not None else None,
-                   memory_stats(unfused) if unfused is not None else {})
+                   memory_stats(unfused) if unfused is not None else {}, donation=how)
 
 
 DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}

@@ -113,7 +113,8 @@ def batch_axes(model: ModelFile, entry: str, sizes: dict[str, Any],
 
 def lower_data_parallel(model: ModelFile, entry: str, sizes: dict[str, Any], target: Target,
                         devices: int, size: str = "batch", dtype: Optional[str] = None,
-                        xla_unfused: bool = True) -> tuple[Lowered, Parallel]:
+                        xla_unfused: bool = True, donate: Optional[str] = None
+                        ) -> tuple[Lowered, Parallel]:
     """One device's program of ``entry`` split ``devices`` ways over ``size``."""
     from hloscope.frontends import jax as jax_frontend
     from hloscope.frontends.worker import lower_entry
@@ -131,7 +132,7 @@ def lower_data_parallel(model: ModelFile, entry: str, sizes: dict[str, Any], tar
         lowered = jax_frontend.lower(chosen.fn, chosen.args, target, dtype=dtype,
                                      xla_unfused=xla_unfused, devices=devices,
                                      batch_axes=axes, topology=topology or None,
-                                     pre_args=alone.args)
+                                     pre_args=alone.args, donate=donate)
         return lowered, Parallel(devices, size, value, per_device, "spmd", topology=topology)
     except (CompileError, MissingCompilerError) as e:
         if out_of_memory(str(e)):
@@ -139,7 +140,7 @@ def lower_data_parallel(model: ModelFile, entry: str, sizes: dict[str, Any], tar
         reason = str(e).splitlines()[0]
     except Exception as e:  # a sharding the model's own code rejects, and the like
         reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    lowered = lower_entry(alone, target, model.path, dtype, xla_unfused)
+    lowered = lower_entry(alone, target, model.path, dtype, xla_unfused, donate=donate)
     return lowered, Parallel(devices, size, value, per_device, "per-device", reason)
 
 

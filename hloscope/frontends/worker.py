@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import asdict
 from typing import Any, Callable, Optional
 
-from hloscope.frontends.jax import CompileError, Lowered, MissingCompilerError
+from hloscope.frontends.jax import CompileError, EntryError, Lowered, MissingCompilerError
 from hloscope.frontends.loader import Entry, ModelFileError, load_model_file, user_traceback
 from hloscope.frontends.targets import Target
 
@@ -27,7 +27,8 @@ _ERRORS: dict[str, type[Exception]] = {"model": ModelFileError, "compile": Compi
 
 def lower_entry(entry: Entry, target: Target, path: str, dtype: Optional[str] = None,
                 xla_unfused: bool = True,
-                on_text: Optional[Callable[[str, str], None]] = None) -> Lowered:
+                on_text: Optional[Callable[[str, str], None]] = None,
+                donate: Optional[str] = None) -> Lowered:
     """Lower one loaded entry in this process. An exception raised while tracing the user's
     function becomes a ModelFileError carrying the user's own traceback. ``on_text``: see
     frontends.jax.lower (a TensorFlow entry does not call it)."""
@@ -38,12 +39,18 @@ def lower_entry(entry: Entry, target: Target, path: str, dtype: Optional[str] = 
                 raise ModelFileError(f"{path}: entry '{entry.name}' is a TensorFlow function; "
                                      f"TensorFlow compiles for the cpu target only, not "
                                      f"{target.name}")
+            if donate is not None:
+                raise ModelFileError(f"{path}: entry '{entry.name}' is a TensorFlow function; "
+                                     "--donate is for JAX entries (TensorFlow updates its "
+                                     "variables in place by itself)")
             return tf_frontend.lower(entry.fn, entry.args, target.name, dtype)
         from hloscope.frontends import jax as jax_frontend
         return jax_frontend.lower(entry.fn, entry.args, target, dtype=dtype,
-                                  xla_unfused=xla_unfused, on_text=on_text)
+                                  xla_unfused=xla_unfused, on_text=on_text, donate=donate)
     except (ModelFileError, CompileError, MissingCompilerError):
         raise
+    except EntryError as e:
+        raise ModelFileError(f"{path}: entry '{entry.name}': {e}") from None
     except Exception as e:
         raise ModelFileError(user_traceback(e, path, f"tracing entry '{entry.name}' raised")) \
             from None
@@ -67,7 +74,7 @@ def worker_environment(target: Target, devices: int = 1) -> dict[str, str]:
 
 def lower_in_worker(path: str, entry: Optional[str], sizes: dict[str, Any], target: Target,
                     dtype: Optional[str] = None, xla_unfused: bool = True, devices: int = 1,
-                    split: str = "batch") -> Lowered:
+                    split: str = "batch", donate: Optional[str] = None) -> Lowered:
     """Run the worker for one target and return what it lowered; raise its error here.
     ``devices`` > 1 lowers the data-parallel program split over ``split``
     (``frontends.parallel``); the Lowered's ``parallel`` says how it went."""
@@ -77,7 +84,7 @@ def lower_in_worker(path: str, entry: Optional[str], sizes: dict[str, Any], targ
         with open(request, "w") as f:
             json.dump({"path": os.path.abspath(path), "entry": entry, "sizes": sizes,
                        "target": target.name, "dtype": dtype, "xla_unfused": xla_unfused,
-                       "devices": devices, "split": split}, f)
+                       "devices": devices, "split": split, "donate": donate}, f)
         proc = subprocess.run([sys.executable, "-m", "hloscope.frontends.worker", request,
                                result], env=worker_environment(target, devices), stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -108,15 +115,18 @@ def _serve(request_path: str, result_path: str) -> int:
             try:
                 lowered, how = lower_data_parallel(model, entry.name, req["sizes"], target,
                                                    req["devices"], req["split"], req["dtype"],
-                                                   req["xla_unfused"])
+                                                   req["xla_unfused"], req.get("donate"))
             except (ModelFileError, CompileError, MissingCompilerError):
                 raise
+            except EntryError as e:
+                raise ModelFileError(f"{req['path']}: entry '{entry.name}': {e}") from None
             except Exception as e:  # the user's function raising while it is traced
                 raise ModelFileError(user_traceback(e, req["path"], f"tracing entry "
                                                     f"'{entry.name}' raised")) from None
             lowered = replace(lowered, parallel=how.as_dict())
         else:
-            lowered = lower_entry(entry, target, req["path"], req["dtype"], req["xla_unfused"])
+            lowered = lower_entry(entry, target, req["path"], req["dtype"], req["xla_unfused"],
+                                  donate=req.get("donate"))
         out = {"lowered": asdict(lowered)}
     except tuple(_ERRORS.values()) as e:
         kind = next(k for k, cls in _ERRORS.items() if isinstance(e, cls))

@@ -41,24 +41,37 @@ def ratio_text(r: Optional[float]) -> str:
     return "-" if r is None else f"{r:.3f}"
 
 
+def xla_total(x: Optional[dict[str, int]]) -> Optional[int]:
+    """XLA's own sum of memory_analysis(): arguments + outputs - alias + temp."""
+    if x is None or "temp_size_in_bytes" not in x:
+        return None
+    return (x.get("argument_size_in_bytes", 0) + x.get("output_size_in_bytes", 0)
+            - x.get("alias_size_in_bytes", 0) + x["temp_size_in_bytes"])
+
+
+MEMORY_COLUMNS = ("", "parameters", "outputs", "alias", "temp peak", "temp packed", "total",
+                  "peak at")
+
+
 def memory_rows(t: "TargetReport") -> list[tuple[str, ...]]:
     m = t.memory
-    rows: list[tuple[str, ...]] = [("", "parameters", "outputs", "temp peak", "temp packed",
-                                    "peak at")]
+    rows: list[tuple[str, ...]] = [MEMORY_COLUMNS]
     for label, r in (("eager (pre-opt, op by op)", m.eager),
                      (f"unfused (fusions expanded, {m.unfused_schedule})", m.unfused),
                      ("fused (as compiled)", m.fused)):
         if r is not None:
             rows.append((label, human_bytes(r.parameter_bytes), human_bytes(r.output_bytes),
-                         human_bytes(r.temp_peak_bytes), human_bytes(r.temp_packed_bytes),
+                         human_bytes(r.alias_bytes), human_bytes(r.temp_peak_bytes),
+                         human_bytes(r.temp_packed_bytes), human_bytes(r.total_bytes),
                          f"step {r.peak_step} {r.peak_instruction}"))
     for label, x in (("XLA memory_analysis()", m.xla),
                      ("XLA without fusion passes", m.xla_unfused)):
         if x is not None:
             rows.append((label, bytes_or_dash(x.get("argument_size_in_bytes")),
-                         bytes_or_dash(x.get("output_size_in_bytes")), "-",
+                         bytes_or_dash(x.get("output_size_in_bytes")),
+                         bytes_or_dash(x.get("alias_size_in_bytes")), "-",
                          bytes_or_dash(x.get("temp_size_in_bytes")),
-                         f"alias {bytes_or_dash(x.get('alias_size_in_bytes'))}"))
+                         bytes_or_dash(xla_total(x)), "-"))
     return rows
 
 

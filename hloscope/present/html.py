@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from markupsafe import Markup
 
-from hloscope.present.format import human_bytes
+from hloscope.present.format import human_bytes, xla_total
 
 if TYPE_CHECKING:
     from hloscope.analysis.diff import Report, TargetReport
@@ -24,7 +24,8 @@ def _cell(n: Optional[int]) -> str:
 
 
 def render_report_table(r: "Report") -> str:
-    """One row per (target, way of running): parameters, outputs, temp peak, temp packed."""
+    """One row per (target, way of running): parameters, outputs, alias, temp peak, temp
+    packed and total."""
     rows = []
     for t in r.targets:
         m = t.memory
@@ -32,14 +33,16 @@ def render_report_table(r: "Report") -> str:
         for label, row in ours:
             if row is not None:
                 rows.append((t.target, label, _cell(row.parameter_bytes),
-                             _cell(row.output_bytes), _cell(row.temp_peak_bytes),
-                             _cell(row.temp_packed_bytes)))
+                             _cell(row.output_bytes), _cell(row.alias_bytes),
+                             _cell(row.temp_peak_bytes), _cell(row.temp_packed_bytes),
+                             _cell(row.total_bytes)))
         for label, x in (("XLA", m.xla), ("XLA without fusion", m.xla_unfused)):
             if x is not None:
                 rows.append((t.target, label, _cell(x.get("argument_size_in_bytes")),
-                             _cell(x.get("output_size_in_bytes")), "-",
-                             _cell(x.get("temp_size_in_bytes"))))
-    head = ("target", "", "parameters", "outputs", "temp peak", "temp packed")
+                             _cell(x.get("output_size_in_bytes")),
+                             _cell(x.get("alias_size_in_bytes")), "-",
+                             _cell(x.get("temp_size_in_bytes")), _cell(xla_total(x))))
+    head = ("target", "", "parameters", "outputs", "alias", "temp peak", "temp packed", "total")
     body = "".join("<tr>" + "".join(f"<td>{escape(c) if i < 2 else c}</td>"
                                     for i, c in enumerate(row)) + "</tr>" for row in rows)
     title = escape(f"hloscope diff {r.model}" + (f" — {r.entry}" if r.entry else ""))

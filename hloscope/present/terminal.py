@@ -115,14 +115,19 @@ def render_memory(r: MemoryReport, top: int = 10, by: str = "scope") -> str:
 
     row("parameters", [f.parameter_bytes for _, f in cols])
     row("outputs", [f.output_bytes for _, f in cols])
+    row("alias (donated)", [f.alias_bytes for _, f in cols])
     row("constants", [f.constant_bytes for _, f in cols])
     row("thread-local", [f.thread_local_bytes for _, f in cols])
     row("temp peak (sum live)", [f.temp_peak_bytes for _, f in cols])
     row("temp packed", [f.temp_packed_bytes for _, f in cols])
+    row("total", [f.total_bytes for _, f in cols])
     rows.append(("peak step", *(f"{f.peak_step} ({f.peak_instruction})" for _, f in cols)))
     rows.append(("buffers", *(f"{f.buffer_count:,}" for _, f in cols)))
     lines = [f"module {r.module}  ({r.source})  backend {r.backend}", ""]
     lines += table(rows)
+    lines.append("  (total = parameters + outputs - alias + temp packed: what must fit at once; "
+                 "alias: outputs kept in the buffer of the parameter they alias, a donated "
+                 "argument)")
     lines.append(f"  (temp packed is XLA's temp_size_in_bytes; unfused: every fusion expanded, "
                  f"re-scheduled {r.unfused_schedule}, {r.unfused_merged_duplicates} duplicated "
                  "producers merged" + (f", {r.unfused_undone} split-K or merged dots taken back "
@@ -177,6 +182,20 @@ def parallel_lines(t: TargetReport) -> list[str]:
     return lines
 
 
+def donation_lines(t: TargetReport) -> list[str]:
+    """What was asked to be donated, and what XLA aliased."""
+    d = t.donation
+    if d is None or (not d.requested and not d.parameters):
+        return []
+    asked = f"asked: {d.requested}; " if d.requested else ""
+    if not d.parameters:
+        return [f"  donation: {asked}XLA aliases no output to a parameter (outputs are new "
+                "buffers)"]
+    n = len(d.parameters)
+    return [f"  donation: {asked}XLA aliases {n} parameter{'s' if n != 1 else ''} to outputs "
+            f"({human_bytes(d.alias_bytes)}, counted once in total)"]
+
+
 def render_target(t: TargetReport, top: int = 10) -> list[str]:
     pre, post = t.pre, t.post
     kinds = ", ".join(f"{k} {n}" for k, n in post.fusions_by_kind.items())
@@ -190,6 +209,7 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
              f"  pre-optimization ops: {pp.materialized:,} materialized, {pp.fused:,} fused, "
              f"{pp.gone:,} gone (classified by metadata: {pp.coverage:.1%})"]
     lines += parallel_lines(t)
+    lines += donation_lines(t)
     lines.append("")
     lines += table(memory_rows(t))
     r = t.ratios
@@ -264,8 +284,8 @@ def render_fit(r: "FitResult", budget_text: str = "") -> str:
     name = f" ({budget_text})" if budget_text and not budget_text[0].isdigit() else ""
     per = f" per device, data parallel over {r.devices}" if r.devices > 1 else ""
     lines = [f"hloscope fit {r.model}  entry {r.entry}  target {r.target}{sizes}",
-             f"budget {human_bytes(r.budget_bytes)}{name}{per}: parameters + outputs + "
-             "packed temp", ""]
+             f"budget {human_bytes(r.budget_bytes)}{name}{per}: parameters + outputs - "
+             "alias + packed temp", ""]
     step = r.step
     rows: list[tuple[str, ...]] = [("", f"largest {r.vary}", "bytes there",
                                     f"bytes at {r.vary}+{step}")]
@@ -289,7 +309,7 @@ def render_sweep(r: "SweepResult") -> str:
     """Bytes at each combination of sizes, with each way's growth over the first row."""
     per = f" (per device, data parallel over {r.devices})" if r.devices > 1 else ""
     lines = [f"hloscope sweep {r.model}  entry {r.entry}  target {r.target}",
-             f"bytes{per}: parameters + outputs + packed temp", ""]
+             f"bytes{per}: parameters + outputs - alias + packed temp", ""]
     rows: list[tuple[str, ...]] = [tuple(r.vary) + ("fused", "unfused", "eager",
                                                     "unfused / fused")]
     for row in r.rows:
