@@ -198,6 +198,10 @@ class Backend:
     # Rewrites of XLA's that its no-fusion compile also switches off, taken back before the
     # unfused estimate (transform.UNDO_STEPS; xla-no-fusion.md lists the disabled passes).
     unfuse_undo: tuple[str, ...] = ()
+    # In-place ops (dynamic-update-slice, scatter, in-place fusions and custom calls) write
+    # their output into their operand's buffer, as XLA's alias analysis has it; an eager
+    # framework's functional update makes a new buffer instead.
+    in_place: bool = True
 
 
 def never_share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
@@ -236,7 +240,7 @@ BACKENDS: dict[str, Backend] = {
 # allocator works online, in program order, knowing nothing of later sizes: the temporal
 # order only (a best-fit allocator), not XLA's offline choice of the better of two orders.
 EAGER = Backend("eager", 1, never_share, padded_sizes=False, count_tuple_tables=False,
-                temps_in_outputs=False, heap_orders=("temporal",))
+                temps_in_outputs=False, heap_orders=("temporal",), in_place=False)
 
 
 def backend_for(module: Module, name: Optional[str] = None) -> Backend:

@@ -178,6 +178,105 @@ def _subtree(tree: Tree, index: Index) -> Tree:
     return {k[n:]: v for k, v in tree.items() if k[:n] == index}
 
 
+IN_PLACE_DEFAULT = frozenset({"dynamic-update-slice", "scatter", "all-reduce-start"})
+
+InPlacePair = tuple[int, Index, Index]  # operand number, operand index, output index
+
+
+def _follow_tuples(comp: Computation, instr: Instruction, index: Index
+                   ) -> tuple[Instruction, Index]:
+    """XLA's FollowTupleIndirection: through tuples (down the index), then get-tuple-elements
+    (up it)."""
+    index = tuple(index)
+    while instr.opcode == "tuple" and index:
+        instr, index = comp.instruction(instr.operands[index[0]]), index[1:]
+    while instr.opcode == "get-tuple-element":
+        index = (instr.tuple_index or 0,) + index
+        instr = comp.instruction(instr.operands[0])
+    return instr, index
+
+
+def _operand_aliasing(instr: Instruction) -> list[InPlacePair]:
+    raw = instr.attribute("output_to_operand_aliasing")
+    if not raw:
+        return []
+    from hloscope.hlo.attributes import parse_output_to_operand_aliasing
+    return [(number, operand_index, output_index)
+            for output_index, number, operand_index in parse_output_to_operand_aliasing(raw)]
+
+
+def in_place_pairs(module: Module, instr: Instruction) -> list[InPlacePair]:
+    """The (operand number, operand index, output index) triples of ``instr`` whose output is
+    written into the operand's buffer (XLA's AliasInfo::GetInPlaceInputOutputPairs): a
+    dynamic-update-slice's or scatter's operand(s), an all-reduce-start's, a custom call's or
+    async start's ``output_to_operand_aliasing``, and a fusion's outputs whose in-place root
+    updates one of its parameters (through tuples, a nested fusion and a bitcast)."""
+    op = instr.opcode
+    if op in IN_PLACE_DEFAULT:
+        if op == "all-reduce-start" and "nvshmem" in str(instr.attribute("backend_config") or
+                                                           "").lower():
+            return []
+        n = len(instr.operands)
+        if op == "scatter":
+            n = max(1, (n - 1) // 2)
+        elif op == "dynamic-update-slice":
+            n = 1
+        return [(0, (), ())] if n == 1 else [(k, (), (k,)) for k in range(n)]
+    if op in ("custom-call", "async-start"):
+        return _operand_aliasing(instr)
+    if op == "set-dimension-size":
+        return [(0, (), ())]
+    if op == "ragged-all-to-all":
+        return [(1, (), ())]
+    if op in ("collective-permute", "collective-permute-start") and len(instr.operands) == 4:
+        return [(1, (), () if op == "collective-permute" else (1,))]
+    if op != "fusion" or not instr.called_computations or \
+            instr.called_computations[0] not in module:
+        return []
+    fused = module.computation(instr.called_computations[0])
+    out: list[InPlacePair] = []
+    for index, _ in _leaves_with_index(instr.shape):
+        if instr.shape.is_tuple and not index:
+            continue  # leaves only
+        source, source_index = _follow_tuples(fused, fused.root, index)
+        found: Optional[tuple[Instruction, Index]] = None
+        for number, operand_index, output_index in in_place_pairs(module, source):
+            if output_index != source_index or number >= len(source.operands):
+                continue
+            found = _follow_tuples(fused, fused.instruction(source.operands[number]),
+                                   operand_index)
+            src, src_index = found
+            if src.opcode == "fusion":
+                for n2, oi2, out2 in in_place_pairs(module, src):
+                    if out2 == src_index and n2 < len(src.operands):
+                        found = _follow_tuples(fused, fused.instruction(src.operands[n2]), oi2)
+        if found is None:
+            continue
+        src, src_index = found
+        if src.opcode == "bitcast":
+            src = fused.instruction(src.operands[0])
+        if src.opcode == "parameter" and src.parameter_number is not None:
+            out.append((src.parameter_number, src_index, index))
+    return out + _operand_aliasing(instr)
+
+
+def _invariant_elements(body: Computation) -> frozenset[int]:
+    """The elements of a while loop's state its body passes through unchanged: the root tuple's
+    operand k is element k of the body's parameter."""
+    root = body.root
+    params = [p for p in body.instructions if p.opcode == "parameter"]
+    if root.opcode != "tuple" or len(params) != 1:
+        return frozenset()
+    param = params[0].name
+    out = set()
+    for k, name in enumerate(root.operands):
+        i = body.instruction(name)
+        if i.opcode == "get-tuple-element" and i.operands[0] == param and \
+                (i.tuple_index or 0) == k:
+            out.add(k)
+    return frozenset(out)
+
+
 def _async_aliases(instr: Instruction, operands: list[Tree]) -> Tree:
     """Indices of an async op's result that are its operands' buffers, not new values: an
     async start's ``{0, k}`` is operand k, ``copy-start``'s ``{1}`` its source; a done
@@ -207,6 +306,8 @@ class _Builder:
         self.uses: list[int] = []  # last use time per value (-1: none yet)
         self.parent: list[int] = []  # union-find over value ids: values that share storage
         self.trees: dict[tuple[str, str], Tree] = {}
+        self.phi = False
+        self.invariant: frozenset[int] = frozenset()
 
     # union-find ------------------------------------------------------------------------------
     def find(self, v: int) -> int:
@@ -234,12 +335,16 @@ class _Builder:
                 self.uses[v] = t
 
     # the walk --------------------------------------------------------------------------------
-    def run(self, comp: Computation, params: Optional[list[Tree]], phi: bool = False) -> Tree:
+    def run(self, comp: Computation, params: Optional[list[Tree]], phi: bool = False,
+            invariant: frozenset[int] = frozenset()) -> Tree:
         """Flatten ``comp`` into the schedule, defining its values; ``params`` are the trees of
         the caller's operands (None for the entry). With ``phi`` (a while's condition and body)
         the parameter defines values of its own that share storage with the operand's, as
-        XLA's loop-state values do. Returns the root's tree."""
+        XLA's loop-state values do, but for the ``invariant`` elements of the state (the body
+        passes them through unchanged), which stay the initial value. Returns the root's
+        tree."""
         self.phi = phi
+        self.invariant = invariant
         start = len(self.schedule)
         for instr in comp.instructions:
             if instr.opcode in CONTROL_FLOW:
@@ -263,7 +368,8 @@ class _Builder:
         if op == "parameter":
             n = instr.parameter_number or 0
             if params is not None and n < len(params):
-                return self.phi_tree(comp.name, instr, params[n], t) if phi else params[n]
+                return self.phi_tree(comp.name, instr, params[n], t, self.invariant) if phi \
+                    else params[n]
         elif op == "bitcast" and operands:
             return operands[0]
         elif op == "get-tuple-element" and operands:
@@ -281,16 +387,40 @@ class _Builder:
         for operand in operands:
             self.use(operand, t)
         aliased = _async_aliases(instr, operands)
-        return {idx: aliased[idx] if idx in aliased else self.define(comp.name, instr, idx, s, t)
+        tree = {idx: aliased[idx] if idx in aliased else self.define(comp.name, instr, idx, s, t)
                 for idx, s in _leaves_with_index(instr.shape)}
+        if self.backend.in_place:
+            for number, operand_index, output_index in in_place_pairs(self.module, instr):
+                if number >= len(operands) or output_index not in tree:
+                    continue
+                v = operands[number].get(operand_index)
+                if v is not None and not self.read_only(v):
+                    # One buffer, as in XLA's alias analysis (copy insertion made sure the
+                    # operand has no other reader after this op).
+                    self.union(v, tree[output_index])
+        return tree
 
-    def phi_tree(self, comp: str, instr: Instruction, init: Tree, t: int) -> Tree:
-        """New values at ``t`` for every index of ``init``, each sharing storage with it."""
+    def read_only(self, v: int) -> bool:
+        """A value no in-place op may write: a constant, or an entry parameter no output
+        aliases (copy insertion put a copy between such a value and an in-place op)."""
+        comp, instr, index, _, _ = self.defs[v]
+        if instr.opcode == "constant":
+            return True
+        if instr.opcode == "parameter" and comp == self.module.entry_name:
+            return not any(a.parameter_number == instr.parameter_number and
+                           a.parameter_index == index for a in self.module.input_output_alias)
+        return False
+
+    def phi_tree(self, comp: str, instr: Instruction, init: Tree, t: int,
+                 invariant: frozenset[int] = frozenset()) -> Tree:
+        """New values at ``t`` for every index of ``init``, each sharing storage with it; an
+        index under an ``invariant`` element keeps ``init``'s value (XLA's dataflow drops a
+        phi whose inputs are all one value)."""
         shapes = dict(_leaves_with_index(instr.shape))
         tree: Tree = {}
         for idx, v in init.items():
             shape = shapes.get(idx)
-            if shape is None:
+            if shape is None or (idx and idx[0] in invariant):
                 tree[idx] = v
                 continue
             tree[idx] = self.define(comp, instr, idx, shape, t)
@@ -309,20 +439,25 @@ class _Builder:
             body = next((c for c in called if c.name == body_name), None)
             # The loop reads its initial state where the first called computation starts.
             self.use(init, len(self.schedule))
+            invariant = _invariant_elements(body) if body is not None else frozenset()
             if cond is not None:
-                self.run(cond, [init], phi=True)
+                self.run(cond, [init], phi=True, invariant=invariant)
                 # The condition's view of the state is read when the body starts.
                 for p_ in cond.parameters:
                     self.use(self.trees[(cond.name, p_.name)], len(self.schedule))
             if body is not None:
-                out = self.run(body, [init], phi=True)
+                out = self.run(body, [init], phi=True, invariant=invariant)
                 # Loop state: the body's result is stored where the initial value was.
                 for idx, v in out.items():
                     if idx in init:
                         self.union(init[idx], v)
             t = len(self.schedule)
             self.schedule.append((comp.name, instr))
-            self.trees[(comp.name, instr.name)] = self.phi_tree(comp.name, instr, init, t)
+            # An invariant element is the initial value all through: the while's result is
+            # one of its positions, so it lives at least until the while.
+            self.use({k: v for k, v in init.items() if k and k[0] in invariant}, t)
+            self.trees[(comp.name, instr.name)] = self.phi_tree(comp.name, instr, init, t,
+                                                                invariant)
             return
         elif instr.opcode == "call":
             tree = self.run(called[0], operands) if called else {}
@@ -583,33 +718,34 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                 return True
         return False
 
-    def operand_share(members: list[Value], size: int) -> Optional[_Slot]:
-        """The slot of an operand that dies where the group's first value is defined and
-        whose buffer the backend lets it take over."""
-        v = members[0]
+    def dying_operands(v: Value) -> Iterator[Value]:
+        """The operands of ``v``'s instruction that die where ``v`` is defined, each read as
+        the defining instruction itself or one element of a multi-output fusion's tuple
+        (measured on the gpu ConvNet dump), not a bitcast of it nor a while loop's result."""
         instr = instr_at[(v.computation, v.instruction)]
-        for k, op in enumerate(instr.operands):
+        for op in instr.operands:
             tree = trees.get((v.computation, op))
             if tree is None or () not in tree:
                 continue
             u = values[tree[()]]
-            # The consumer must read the defining instruction itself, or one element of a
-            # multi-output fusion's tuple (measured on the gpu ConvNet dump), not a bitcast of
-            # it nor a while loop's result.
             via = instr_at.get((v.computation, op))
             direct = u.instruction == op and u.index == ()
             element = via is not None and via.opcode == "get-tuple-element" and \
                 via.operands[0] == u.instruction and u.index == (via.tuple_index,) and \
                 instr_at[(u.computation, u.instruction)].opcode == "fusion"
-            if u.computation != v.computation or not (direct or element):
-                continue
-            if u.end != v.start:
-                continue
+            if u.computation == v.computation and (direct or element) and u.end == v.start:
+                yield u
+
+    def operand_share(members: list[Value], size: int) -> Optional[_Slot]:
+        """The allocation of an operand that dies where the group's first value is defined
+        and whose buffer the backend lets it take over (BufferAssigner's first try). Only an
+        allocation made by then counts: an output's or a donated parameter's; temporaries get
+        theirs later, from the heap simulator (``heap_share``)."""
+        for u in dying_operands(members[0]):
             slot = slot_of.get(group_of[u.id])
-            if slot is None or not (slot.cls in (TEMP, OUTPUT) or slot.aliased) or \
-                    slot.size < size:
+            if slot is None or not (slot.cls == OUTPUT or slot.aliased) or slot.size < size:
                 continue
-            if not handoff(u, v):
+            if not handoff(u, members[0]):
                 continue
             if not any(slot.conflicts(m, handoff) for m in members):
                 return slot
@@ -622,6 +758,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                                      min(post.get((v.computation, v.instruction), 0)
                                          for v in gm[1]), gm[0]))
     heap_slots: list[_Slot] = []
+    delayed: list[tuple[int, list[Value]]] = []
     for g, members in temp_groups:
         size = group_size[g]
         slot = operand_share(members, size)
@@ -660,12 +797,45 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                         slot = s
                         break
         if slot is None:
-            slot = _Slot(len(slots), TEMP, size)
-            slots.append(slot)
-            heap_slots.append(slot)
+            delayed.append((g, members))  # to the heap simulator
+            continue
         for m in members:
             slot.add(m)
         slot_of[g] = slot
+
+    # The heap simulator replays the schedule: where a value is defined, a one-value buffer
+    # takes over a one-value operand buffer that dies there if the backend's rule allows
+    # (HeapSimulator::RunComputation); every other buffer gets a heap slot of its own.
+    sizes = {g: group_size[g] for g, _ in delayed}
+    single = {g for g, members in delayed if len(members) == 1}
+    in_heap = {v.id for _, members in delayed for v in members}
+    taken: set[int] = set()  # operands already taken over: they are not freed again
+    group_members = dict(delayed)
+    for v in sorted((m for _, members in delayed for m in members),
+                    key=lambda m: (m.start, m.end, m.id)):
+        g = group_of[v.id]
+        if g in slot_of:
+            continue  # the buffer's earlier value made its slot
+        slot = None
+        if g in single:
+            for u in dying_operands(v):
+                ug = group_of[u.id]
+                if u.id not in in_heap or ug not in single or u.id in taken or \
+                        not handoff(u, v):
+                    continue
+                slot = slot_of[ug]
+                taken.add(u.id)
+                break
+        if slot is None:
+            slot = _Slot(len(slots), TEMP, sizes[g])
+            slots.append(slot)
+            heap_slots.append(slot)
+        elif slot.size < sizes[g]:
+            slot.size = sizes[g]
+        for m in group_members[g]:
+            slot.add(m)
+        slot_of[g] = slot
+    heap_slots.sort(key=lambda s: s.id)
 
     keys = _heap_keys(heap_slots, group_of) if be.temps_in_outputs else {}
     placement = pack([Interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),

@@ -207,6 +207,18 @@ def parse_input_output_alias(raw: str) -> tuple[InputOutputAlias, ...]:
                  for m in _ALIAS_RE.finditer(raw))
 
 
+_OPERAND_ALIAS_RE = re.compile(
+    r"\{([0-9,\s]*)\}\s*:\s*\(\s*(\d+)\s*(?:,\s*\{([0-9,\s]*)\})?\s*\)")
+
+
+def parse_output_to_operand_aliasing(raw: str) -> tuple[tuple[tuple[int, ...], int,
+                                                               tuple[int, ...]], ...]:
+    """``{{0}: (2, {}), {1}: (0, {1})}`` → ((output index, operand number, operand index),
+    ...): each output index shares its buffer with that operand's (an in-place update)."""
+    return tuple((parse_int_list(m.group(1)), int(m.group(2)), parse_int_list(m.group(3) or ""))
+                 for m in _OPERAND_ALIAS_RE.finditer(raw))
+
+
 _DONOR_RE = re.compile(r"\(\s*(\d+)\s*,\s*\{([0-9,\s]*)\}\s*\)")
 
 
