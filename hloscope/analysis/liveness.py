@@ -1030,9 +1030,36 @@ def _placement(slot: "_Slot") -> str:
 
 
 def _post_order_positions(module: Module) -> dict[tuple[str, str], int]:
-    """Position of each instruction in XLA's post order (the dump's value ids follow it)."""
-    out: dict[tuple[str, str], int] = {}
+    """Position of each instruction in the order BufferAssigner sorts buffers by
+    (AssignBuffersForComputations): the computations in reverse post order of the call graph
+    (the entry first, a while's body before its condition), each in its own post order."""
+    called = {c for comp in module.computations for i in comp.instructions
+              for c in i.called_computations}
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        stack = [(name, False)]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                order.append(n)
+                continue
+            if n in seen or n not in module:
+                continue
+            seen.add(n)
+            stack.append((n, True))
+            callees = [c for i in module.computation(n).instructions
+                       for c in i.called_computations]
+            for c in reversed(callees):  # the first callee is visited (and finished) first
+                stack.append((c, False))
+
     for comp in module.computations:
+        if comp.name not in called:
+            visit(comp.name)
+    out: dict[tuple[str, str], int] = {}
+    for name in reversed(order):
+        comp = module.computation(name)
         for instr in post_order_schedule(comp):
             out[(comp.name, instr.name)] = len(out)
     return out
