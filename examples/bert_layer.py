@@ -117,19 +117,25 @@ def hloscope_entries(size: str = "base", batch: int = 1,
                    target: jax.Array) -> Any:
         return adam_train_step(p, m, v, step, x, mask, target, heads)
 
+    step_args = (params, zeros, zeros, jnp.zeros((), jnp.int32), x, mask, x)
     return {
         "forward": (forward, (params, x, mask)),
-        "train_step": (train_step, (params, zeros, zeros, jnp.zeros((), jnp.int32), x, mask, x)),
+        # As a training loop runs it: the weights and both Adam moments donated, so the new
+        # ones are written where the old ones were (hloscope lowers the jitted step as it is).
+        "train_step": (jax.jit(train_step, donate_argnums=(0, 1, 2)), step_args),
+        # The same step without donation: its outputs are new buffers.
+        "train_step_undonated": (train_step, step_args),
     }
 
 
 def stacked_train_step(size: str = "large", layers: int = 24, batch: int = 1,
-                       seq: int = 512,
-                       remat: bool = False) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+                       seq: int = 512, remat: bool = False,
+                       donate: bool = True) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """A whole BERT encoder stack's Adam training step, with abstract arguments (shapes only):
     the model of the question hloscope started from (BERT-Large: 24 layers, seq 512).
     ``remat`` wraps each layer in ``jax.checkpoint``: the backward pass recomputes a layer's
-    activations from its input instead of keeping them."""
+    activations from its input instead of keeping them. ``donate``: jitted with the weights
+    and both moments donated, as a training loop runs it; else the plain step."""
     cfg = CONFIGS[size]
     heads = cfg["heads"]
     one = jax.eval_shape(lambda: init_params(jax.random.PRNGKey(0), cfg["hidden"], heads,
@@ -157,4 +163,5 @@ def stacked_train_step(size: str = "large", layers: int = 24, batch: int = 1,
 
     x = jax.ShapeDtypeStruct((batch, seq, cfg["hidden"]), jnp.float32)
     mask = jax.ShapeDtypeStruct((batch, seq), jnp.float32)
-    return train_step, (params, params, params, jax.ShapeDtypeStruct((), jnp.int32), x, mask)
+    step = jax.jit(train_step, donate_argnums=(0, 1, 2)) if donate else train_step
+    return step, (params, params, params, jax.ShapeDtypeStruct((), jnp.int32), x, mask)

@@ -13,5 +13,9 @@ from bert_layer import stacked_train_step
 def hloscope_entries(size: str = "base", layers: int = 2, batch: int = 1, seq: int = 128,
                      remat: bool = False
                      ) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
-    """``--set remat=true``: each layer under ``jax.checkpoint`` (recomputed, not saved)."""
-    return {"train_step": stacked_train_step(size, layers, batch, seq, remat)}
+    """``--set remat=true``: each layer under ``jax.checkpoint`` (recomputed, not saved).
+    ``train_step`` donates the weights and both Adam moments, as a training loop does;
+    ``train_step_undonated`` is the same step without donation."""
+    return {"train_step": stacked_train_step(size, layers, batch, seq, remat),
+            "train_step_undonated": stacked_train_step(size, layers, batch, seq, remat,
+                                                       donate=False)}

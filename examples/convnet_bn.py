@@ -44,4 +44,5 @@ def hloscope_entries(batch: int = 16, image: int = 32, channels: int = 32,
         value, grads = jax.value_and_grad(loss)(p)
         return jax.tree.map(lambda w, g: w - 0.1 * g, p, grads), value
 
-    return {"train_step": (train_step, (p, x, labels)), "forward": (logits, (p, x))}
+    return {"train_step": (jax.jit(train_step, donate_argnums=(0,)), (p, x, labels)),
+            "train_step_undonated": (train_step, (p, x, labels)), "forward": (logits, (p, x))}

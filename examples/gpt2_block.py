@@ -53,4 +53,10 @@ def hloscope_entries(batch: int = 1, seq: int = 256, hidden: int = 768,
     def loss_grad(p: dict[str, jax.Array], x: jax.Array) -> Any:
         return jax.grad(lambda p_: jnp.mean(block(p_, x, heads) ** 2))(p)
 
-    return {"forward": (forward, (params, x)), "grad": (loss_grad, (params, x))}
+    def train_step(p: dict[str, jax.Array], x: jax.Array) -> Any:
+        return jax.tree.map(lambda w, g: w - 1e-3 * g, p, loss_grad(p, x))
+
+    return {"forward": (forward, (params, x)), "grad": (loss_grad, (params, x)),
+            # SGD, the weights donated as a training loop does; and the same step without.
+            "train_step": (jax.jit(train_step, donate_argnums=(0,)), (params, x)),
+            "train_step_undonated": (train_step, (params, x))}

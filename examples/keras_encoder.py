@@ -44,4 +44,7 @@ def hloscope_entries(batch: int = 2, seq: int = 64,
         grads = jax.grad(loss)(w, x)
         return [p - 1e-3 * g for p, g in zip(w, grads)]
 
-    return {"forward": (forward, (weights, x)), "train_step": (train_step, (weights, x))}
+    return {"forward": (forward, (weights, x)),
+            # The weights donated, as a training loop does; and the same step without.
+            "train_step": (jax.jit(train_step, donate_argnums=(0,)), (weights, x)),
+            "train_step_undonated": (train_step, (weights, x))}

@@ -26,4 +26,12 @@ def hloscope_entries(steps: int = 16, batch: int = 8, features: int = 64,
               "wh": jax.random.normal(k2, (hidden, hidden)) * 0.1,
               "b": jnp.zeros((hidden,))}
     xs = jnp.ones((steps, batch, features))
-    return {"forward": (rnn, (params, xs))}
+
+    def train_step(p: dict[str, jax.Array], xs: jax.Array) -> Any:
+        loss, grads = jax.value_and_grad(lambda p_: jnp.mean(rnn(p_, xs) ** 2))(p)
+        return jax.tree.map(lambda w, g: w - 0.01 * g, p, grads), loss
+
+    return {"forward": (rnn, (params, xs)),
+            # SGD through the scan, the weights donated as a training loop does.
+            "train_step": (jax.jit(train_step, donate_argnums=(0,)), (params, xs)),
+            "train_step_undonated": (train_step, (params, xs))}

@@ -53,7 +53,7 @@ def hloscope_entries(batch: int = 8) -> dict[str, tuple[Callable[..., Any], tupl
             "c2": jnp.zeros((3, 3, 16, 32), f32), "b2": jnp.zeros((32,), f32),
             "w": jnp.zeros((16 * 16 * 32, 10), f32)}
     mlp = {"w1": jnp.zeros((256, 1024), f32), "w2": jnp.zeros((1024, 256), f32)}
-    bf16 = bert_layer.hloscope_entries()["train_step"]
+    bf16 = bert_layer.hloscope_entries()["train_step_undonated"]
     bf16_args = jax.tree.map(lambda a: a.astype(jnp.bfloat16)
                              if jnp.issubdtype(a.dtype, jnp.floating) else a, bf16[1])
     return {
@@ -64,4 +64,10 @@ def hloscope_entries(batch: int = 8) -> dict[str, tuple[Callable[..., Any], tupl
                                                     jnp.zeros((batch, 10), f32))),
         "dropout_mlp": (dropout_mlp, (mlp, jnp.zeros((batch * 16, 256), f32), k)),
         "bert_layer_bf16_train_step": (bf16[0], bf16_args),
+        # The two training steps as a training loop runs them, their state donated.
+        "convnet_train_step_donated": (jax.jit(convnet_train_step, donate_argnums=(0,)),
+                                       (conv, jnp.zeros((batch, 32, 32, 3), f32),
+                                        jnp.zeros((batch, 10), f32))),
+        "bert_layer_bf16_train_step_donated": (jax.jit(bf16[0], donate_argnums=(0, 1, 2)),
+                                               bf16_args),
     }

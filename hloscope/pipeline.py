@@ -317,6 +317,12 @@ def dump_program(directory: str, module: Optional[str] = None,
     if m.buffer_assignment:
         xla = figures_from_buffer_assignment(read_buffer_assignment(
             read_text(m.buffer_assignment)))
+    if backend is None:
+        # XLA names a dump's files after the compiler: "...sm_9.0a_gpu_after_optimizations",
+        # "...cpu_after_optimizations"; otherwise the module text tells (detect_backend).
+        base = os.path.basename(m.after)
+        backend = "gpu" if "_gpu_after_optimizations" in base else \
+            "cpu" if "cpu_after_optimizations" in base else None
     return Program(m.name, read_text(m.before), read_text(m.after), m.before, m.after,
                    backend, xla=xla)
 

@@ -250,7 +250,8 @@ def human(n: float) -> str:
 
 
 def total(row: dict[str, int]) -> int:
-    return row["parameter_bytes"] + row["output_bytes"] + row["temp_packed_bytes"]
+    return row["parameter_bytes"] + row["output_bytes"] - row.get("alias_bytes", 0) + \
+        row["temp_packed_bytes"]
 
 
 def saved(path: str) -> Any:

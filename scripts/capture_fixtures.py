@@ -13,6 +13,11 @@ Usage:
                                                        # extras are installed
   python scripts/capture_fixtures.py --targets cpu,tpu-v3
   python scripts/capture_fixtures.py --python /path/to/venv/bin/python --targets gpu-h100
+  python scripts/capture_fixtures.py --targets cpu,gpu-h100,tpu-v3 --only donated
+
+Training steps that donate their state (the examples' default ``train_step`` entries, jitted with
+donate_argnums) are written as ``<model>_<entry>_donated``; their ``*_undonated`` twins keep the
+plain names the older fixtures have (``bert_layer_train_step`` is the undonated step).
 TPU and GPU targets compile without the hardware: pip install -e '.[tpu]' / '.[gpu]'.
 Each non-CPU target runs in its own process (the CUDA plugin needs its environment set before
 JAX is imported).
@@ -40,8 +45,9 @@ DEFAULT_TARGETS = ("cpu", "tpu-v3", "tpu-v4", "gpu-h100")
 
 
 # The models whose no-fusion compiles are captured (the calibration set of the unfused model).
-NO_FUSION_MODELS = {("bert_layer", "forward"), ("bert_layer", "train_step"),
+NO_FUSION_MODELS = {("bert_layer", "forward"), ("bert_layer", "train_step_undonated"),
                     ("small_models", "convnet_train_step"), ("small_models", "layer_norm")}
+ONLY = ""  # --only: capture only the fixtures whose name holds this
 
 
 def jax_models() -> dict[str, dict]:
@@ -49,7 +55,19 @@ def jax_models() -> dict[str, dict]:
     import scan_rnn
     import small_models
     return {"bert_layer": bert_layer.hloscope_entries(), "scan_rnn": scan_rnn.hloscope_entries(),
-            "small_models": small_models.hloscope_entries()}
+            "small_models": small_models.hloscope_entries(),
+            # BERT-Base, a stack of two layers, its Adam step donated.
+            "bert_stack2": {"train_step": bert_layer.stacked_train_step("base", 2, 1, 128)}}
+
+
+def stem_of(model: str, entry: str, fn: object) -> str:
+    """The fixture name of a model's entry: ``*_undonated`` entries keep the plain name, entries
+    that are jitted with donation get ``_donated``."""
+    from hloscope.frontends.jax import wrapper_kind
+    name = entry[:-len("_undonated")] if entry.endswith("_undonated") else entry
+    if wrapper_kind(fn) and not name.endswith("_donated"):
+        name += "_donated"
+    return name if model == "small_models" else f"{model}_{name}"
 
 
 def write(path: str, text: str) -> None:
@@ -67,8 +85,10 @@ def capture_jax(target: str, variant: str = "") -> None:
         for entry, (fn, args) in entries.items():
             if variant and (model, entry) not in NO_FUSION_MODELS:
                 continue
+            stem = stem_of(model, entry, fn)
+            if ONLY not in stem:
+                continue
             lowered = lower(fn, args, target)
-            stem = entry if model == "small_models" else f"{model}_{entry}"
             base = os.path.join(FIXTURES, target, stem)
             if variant:
                 base += "." + variant
@@ -85,8 +105,11 @@ def capture_keras(target: str) -> None:
     import keras_encoder
     from hloscope.frontends.jax import lower
     for entry, (fn, args) in keras_encoder.hloscope_entries().items():
+        stem = stem_of("keras_encoder", entry, fn)
+        if ONLY not in stem:
+            continue
         lowered = lower(fn, args, target)
-        base = os.path.join(FIXTURES, target, f"keras_encoder_{entry}")
+        base = os.path.join(FIXTURES, target, stem)
         write(base + ".pre.hlo", lowered.pre)
         write(base + ".post.hlo", lowered.post)
         write(base + ".memory.json", json.dumps(lowered.memory, indent=2, sort_keys=True) + "\n")
@@ -96,7 +119,7 @@ def run_child(python: str, target: str, variant: str = "") -> None:
     env = dict(os.environ)
     if target.startswith("gpu"):
         env.update(JAX_SKIP_CUDA_CONSTRAINTS_CHECK="1", CUDA_VISIBLE_DEVICES="-1")
-    args = [python, __file__, "--only-target", target]
+    args = [python, __file__, "--only-target", target, "--only", ONLY]
     if variant == "keras":
         env["KERAS_BACKEND"] = "jax"
         args += ["--variant", variant]
@@ -122,21 +145,28 @@ def capture_tf() -> None:
 # only the buffer assignment and live ranges are kept.
 DUMPS = [("cpu", "bert_layer", "forward", ""), ("cpu", "scan_rnn", "forward", ""),
          ("cpu", "small_models", "bert_layer_bf16_train_step", ""),
-         ("cpu", "bert_layer", "train_step", "nofusion"),
+         ("cpu", "bert_layer", "train_step_undonated", "nofusion"),
          ("cpu", "small_models", "dropout_mlp", ""),
-         ("gpu-h100", "bert_layer", "train_step", ""),
+         ("gpu-h100", "bert_layer", "train_step_undonated", ""),
          ("gpu-h100", "small_models", "convnet_train_step", ""),
          ("gpu-h100", "bert_layer", "forward", "nofusion"),
-         ("gpu-h100", "bert_layer", "train_step", "nofusion"),
+         ("gpu-h100", "bert_layer", "train_step_undonated", "nofusion"),
          ("tpu-v3", "small_models", "layer_norm", ""),
-         ("tpu-v3", "bert_layer", "forward", ""), ("tpu-v3", "bert_layer", "train_step", "")]
+         ("tpu-v3", "bert_layer", "forward", ""),
+         ("tpu-v3", "bert_layer", "train_step_undonated", "")]
+# The donated training steps, on every target the issue measures them on.
+DUMPS += [(target, model, entry, "")
+          for target in ("cpu", "gpu-h100", "tpu-v3")
+          for model, entry in (("bert_layer", "train_step"), ("bert_stack2", "train_step"),
+                               ("small_models", "convnet_train_step_donated"),
+                               ("scan_rnn", "train_step"),
+                               ("small_models", "bert_layer_bf16_train_step_donated"))]
 
 
 def dump_child(out_dir: str, target: str, model: str, entry: str) -> None:
     """Runs with XLA_FLAGS=--xla_dump_to set: compile one entry once."""
-    import importlib
     from hloscope.frontends.jax import lower
-    fn, args = importlib.import_module(model).hloscope_entries()[entry]
+    fn, args = jax_models()[model][entry]
     lowered = lower(fn, args, target)
     with open(os.path.join(out_dir, "memory_analysis.json"), "w") as f:
         json.dump(lowered.memory, f, indent=2, sort_keys=True)
@@ -144,8 +174,10 @@ def dump_child(out_dir: str, target: str, model: str, entry: str) -> None:
 
 
 def capture_dump(target: str, model: str, entry: str, variant: str, python: str) -> None:
-    name = f"{target.split('-')[0]}_{model}_{entry}" if model != "small_models" else \
-        f"{target.split('-')[0]}_{entry}"
+    stem = stem_of(model, entry, jax_models()[model][entry][0])
+    if ONLY not in stem:
+        return
+    name = f"{target.split('-')[0]}_{stem}"
     if variant:
         name += "_" + variant
     dest = os.path.join(FIXTURES, "dumps", name)
@@ -201,7 +233,11 @@ def main() -> int:
     ap.add_argument("--dump-child", help=argparse.SUPPRESS)
     ap.add_argument("--model", help=argparse.SUPPRESS)
     ap.add_argument("--entry", help=argparse.SUPPRESS)
+    ap.add_argument("--only", default="", metavar="TEXT",
+                    help="capture only the fixtures whose name holds TEXT (e.g. donated)")
     a = ap.parse_args()
+    global ONLY
+    ONLY = a.only
     if a.dump_child:
         dump_child(a.dump_child, a.only_target, a.model, a.entry)
         return 0

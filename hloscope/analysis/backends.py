@@ -166,6 +166,126 @@ def _path_share(allow_other_users: bool) -> ShareRule:
     return rule
 
 
+def _elementwise_on(hlo: Instruction, operand_number: int) -> bool:
+    """XLA's HloInstruction::IsElementwiseOnOperand for the ops of a fused computation."""
+    if hlo.opcode == "dynamic-update-slice":
+        return operand_number == 0
+    return hlo.opcode in ELEMENTWISE_OPCODES
+
+
+def _reduction_hero(fused: Computation, user: Instruction) -> Optional[Instruction]:
+    """The reduce a reduction fusion is emitted around (kInput: the root's, or one tuple
+    element's, through a bitcast); the reduction emitter computes it before the other outputs."""
+    if user.fusion_kind is None or user.fusion_kind.value != "kInput":
+        return None
+    root = fused.root
+    outs = [fused.instruction(o) for o in root.operands] if root.opcode == "tuple" else [root]
+    for o in outs:
+        while o.opcode == "bitcast":
+            o = fused.instruction(o.operands[0])
+        if o.opcode == "reduce":
+            return o
+    return None
+
+
+def gpu_fusion_share(module: Module, user: Instruction, operand_index: int,
+                     operand_shape: Shape, index: tuple[int, ...]) -> bool:
+    """XLA:GPU's FusionCanShareBufferHint (xla/service/gpu/buffer_sharing.cc), the whole rule
+    for a fusion: the operand and the output hold as many elements of the same byte width;
+    every op reached from the fused parameter is elementwise on it (not a copy), a bitcast,
+    the output's tuple, the reduction hero (a reduction emitter computes it first), the
+    in-place root's update or a dynamic-slice reading the slice it writes; and a path reaches
+    the output."""
+    out = _output_shape(user, index)
+    if out is None:
+        return False
+    if not same_array(out, operand_shape):
+        if not out.is_array or not operand_shape.is_array:
+            return False
+        if out.element_count != operand_shape.element_count or \
+                out.element_bits != operand_shape.element_bits:
+            return False
+    if not user.called_computations:
+        return False
+    fused = module.computation(user.called_computations[0])
+    # XLA takes the parameter of the operand's first position.
+    first = user.operands.index(user.operands[operand_index])
+    param = _fused_parameter(fused, first)
+    if param is None:
+        return False
+    output = fused.root
+    if output.opcode == "tuple":
+        if not index:
+            return False
+        output = fused.instruction(output.operands[index[0]])
+    non_bitcast_root = fused.instruction(output.operands[0]) if output.opcode == "bitcast" \
+        else output
+    hero = _reduction_hero(fused, user)
+    users = _users(fused)
+    queue, visited = [param], {param.name}
+    found = False
+    while queue:
+        node = queue.pop(0)
+        if node.name == output.name:
+            found = True
+        if hero is not None and node.name == hero.name:
+            continue
+        for hlo in users.get(node.name, ()):
+            if hlo.name not in visited:
+                visited.add(hlo.name)
+                queue.append(hlo)
+            position = hlo.operands.index(node.name)
+            if hlo.name == non_bitcast_root.name and hlo.opcode == "scatter":
+                inputs = len(hlo.shape.tuple_shapes) if hlo.shape.is_tuple else 1
+                if position < inputs and hlo.operands.count(node.name) == 1:
+                    continue
+            if non_bitcast_root.opcode == "dynamic-update-slice" and \
+                    hlo.opcode == "dynamic-slice" and \
+                    non_bitcast_root.operands[0] == hlo.operands[0] and \
+                    str(hlo.shape) == str(fused.instruction(
+                        non_bitcast_root.operands[1]).shape):
+                if not (hlo.shape.element_count == 1 and fused.instruction(
+                        non_bitcast_root.operands[1]).shape.element_count == 1):
+                    if any(hlo.operands[i] != non_bitcast_root.operands[i + 1]
+                           for i in range(1, len(hlo.operands))):
+                        return False
+            elif (not _elementwise_on(hlo, position) or hlo.opcode == "copy") and \
+                    hlo.opcode not in ("bitcast", "tuple") and \
+                    (hero is None or hlo.name != hero.name):
+                if not (hlo.name == non_bitcast_root.name and
+                        hlo.opcode == "dynamic-update-slice" and position == 1):
+                    return False
+    if fused.root.opcode == "tuple" and non_bitcast_root.opcode not in ELEMENTWISE_OPCODES:
+        if any(o != output.name and o in visited for o in fused.root.operands):
+            return False
+    return found
+
+
+def gpu_share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
+              index: tuple[int, ...]) -> bool:
+    """XLA:GPU's CanShareBufferHint, else the generic rule: a fusion by its hint alone; an
+    all-reduce in place; a cuBLASLt matmul into its bias operand when beta is not 0; a
+    cuSOLVER Cholesky into its first output; no other custom call."""
+    op = user.opcode
+    if op == "fusion":
+        return gpu_fusion_share(module, user, operand_index, operand_shape, index)
+    if op in ("all-reduce", "collective-broadcast"):
+        return len(user.operands) == 1 or (len(index) == 1 and index[0] < len(user.operands)
+                                           and user.operands[index[0]] ==
+                                           user.operands[operand_index])
+    if op == "custom-call":
+        target = (user.attribute("custom_call_target") or "").strip('"')
+        if target == "__cublas$lt$matmul":
+            cfg = user.backend_config
+            gemm = cfg.get("gemm_backend_config", {}) if isinstance(cfg, dict) else {}
+            beta = gemm.get("beta", 0) if isinstance(gemm, dict) else 0
+            return float(beta or 0) != 0.0 and operand_index == 2
+        if target == "__cusolver$cholesky":
+            return index == (0,)
+        return False
+    return generic_share(module, user, operand_index, operand_shape, index)
+
+
 def _reaches(fused: Computation, name: str, param: str) -> bool:
     todo, seen = [name], set()
     while todo:
@@ -223,8 +343,7 @@ BACKENDS: dict[str, Backend] = {
     # elementwise ops and bitcasts the shape may change (measured: the Adam update fusions
     # share by the generic rule, a ConvNet's bitcast-then-select fusion only by the path).
     # Its no-fusion compile disables splitk-rewriter and dot-merger: the estimate undoes both.
-    "gpu": Backend("gpu", 256, _either(generic_share, _path_share(allow_other_users=False)),
-                   padded_sizes=False,
+    "gpu": Backend("gpu", 256, gpu_share, padded_sizes=False,
                    count_tuple_tables=True, unfuse_undo=("split-k", "dot-merger")),
     # Measured on libtpu dumps of the BERT step (tpu-v3): appended tuple tables start every
     # 16 KiB and take 1 KiB each. On tpu-v4 XLA reports no temp for them (0 for programs whose
@@ -243,27 +362,71 @@ EAGER = Backend("eager", 1, never_share, padded_sizes=False, count_tuple_tables=
                 temps_in_outputs=False, heap_orders=("temporal",), in_place=False)
 
 
+# What the optimized text of each backend shows (measured on this project's cpu, gpu-h100 and
+# tpu fixtures and dumps): docs/memory-model.md, "Which backend".
+GPU_CONFIG_KEYS = frozenset({"operation_queue_id", "wait_on_operation_queues",
+                             "force_earliest_schedule", "fusion_backend_config",
+                             "cudnn_conv_backend_config", "gemm_backend_config",
+                             "collective_backend_config", "reification_cost",
+                             "device_type"})
+GPU_TARGET_PREFIXES = ("__cublas", "__cudnn", "__gpu$", "__nccl", "__cusolver", "__cufft",
+                       "__triton", "__nvshmem", "xla.gpu.")
+CPU_CONFIG_KEYS = frozenset({"outer_dimension_partitions", "fusion_config"})
+CPU_TARGET_PREFIXES = ("__onednn$", "__xla_cpu_", "xla.cpu.", "__ynn")
+
+
+def detect_backend(module: Module) -> tuple[str, str]:
+    """The backend whose buffer assignment the optimized module went through, and why: a
+    tiled layout (``T(8,128)``) or a value in a memory space ``S(n)`` is tpu (``S(3)``,
+    on-chip CMEM, tpu-v4 and later); a gpu custom-call target (cuBLAS, cuDNN, NCCL, Triton,
+    ...) or gpu backend-config key (``operation_queue_id``, ``fusion_backend_config``, ...)
+    is gpu; a cpu one (``__onednn$``, ``outer_dimension_partitions``, YNNPACK fusions) is
+    cpu; a module that shows none of these is read as cpu, and the reason says so."""
+    tiled = ""
+    gpu = cpu = ""
+    for comp in module.computations:
+        for i in comp.instructions:
+            lay = i.shape.layout
+            for shape in (i.shape.tuple_shapes if i.shape.is_tuple else (i.shape,)):
+                lay = shape.layout
+                if lay is None:
+                    continue
+                if lay.memory_space == 3:
+                    return "tpu-v4", f"{i.name} lives in S(3), on-chip memory (tpu-v4+)"
+                if not tiled and (lay.tiles or lay.memory_space):
+                    tiled = f"{i.name} has a tiled layout" if lay.tiles else \
+                        f"{i.name} lives in memory space S({lay.memory_space})"
+            if tiled or gpu:
+                continue
+            target = i.attribute("custom_call_target") if i.opcode == "custom-call" else None
+            if target:
+                target = target.strip('"')
+                if target.startswith(GPU_TARGET_PREFIXES):
+                    gpu = f"custom call {target} ({i.name})"
+                elif not cpu and target.startswith(CPU_TARGET_PREFIXES):
+                    cpu = f"custom call {target} ({i.name})"
+            cfg = i.backend_config
+            if isinstance(cfg, dict):
+                keys = GPU_CONFIG_KEYS.intersection(cfg)
+                if keys:
+                    gpu = f"backend_config key {sorted(keys)[0]} ({i.name})"
+                elif not cpu and CPU_CONFIG_KEYS.intersection(cfg):
+                    cpu = f"backend_config key {sorted(CPU_CONFIG_KEYS.intersection(cfg))[0]} " \
+                        f"({i.name})"
+    if tiled:
+        return "tpu", tiled
+    if gpu:
+        return "gpu", gpu
+    if cpu:
+        return "cpu", cpu
+    return "cpu", "nothing in the text is backend-specific: read as cpu"
+
+
 def backend_for(module: Module, name: Optional[str] = None) -> Backend:
-    """The named backend, else the one the module's text shows: tile layouts are tpu, and
-    tpu-v4 where a value lives in S(3); gpu backend configs or Triton fusions are gpu;
-    otherwise cpu."""
+    """The named backend, else the one the module's text shows (``detect_backend``)."""
     if name:
         key = name if name in BACKENDS else name.split("-")[0]
         if key not in BACKENDS:
             raise ValueError(f"unknown backend '{name}'; choose one of: {', '.join(BACKENDS)}")
         return BACKENDS[key]
-    tiled = False
-    for comp in module.computations:
-        for i in comp.instructions:
-            lay = i.shape.layout
-            if lay is not None and lay.tiles:
-                tiled = True
-                # S(3), on-chip CMEM, exists on tpu-v4 (its memory-space assignment uses it).
-                if lay.memory_space == 3:
-                    return BACKENDS["tpu-v4"]
-            cfg = i.backend_config
-            if not tiled and isinstance(cfg, dict) and (
-                    "operation_queue_id" in cfg or "force_earliest_schedule" in cfg
-                    or "fusion_backend_config" in cfg):
-                return BACKENDS["gpu"]
-    return BACKENDS["tpu"] if tiled else BACKENDS["cpu"]
+    return BACKENDS[detect_backend(module)[0]]

@@ -393,11 +393,11 @@ class _Builder:
             for number, operand_index, output_index in in_place_pairs(self.module, instr):
                 if number >= len(operands) or output_index not in tree:
                     continue
-                v = operands[number].get(operand_index)
-                if v is not None and not self.read_only(v):
+                source = operands[number].get(operand_index)
+                if source is not None and not self.read_only(source):
                     # One buffer, as in XLA's alias analysis (copy insertion made sure the
                     # operand has no other reader after this op).
-                    self.union(v, tree[output_index])
+                    self.union(source, tree[output_index])
         return tree
 
     def read_only(self, v: int) -> bool:
@@ -718,10 +718,12 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                 return True
         return False
 
-    def dying_operands(v: Value) -> Iterator[Value]:
+    def dying_operands(v: Value, elements: bool = True) -> Iterator[Value]:
         """The operands of ``v``'s instruction that die where ``v`` is defined, each read as
-        the defining instruction itself or one element of a multi-output fusion's tuple
-        (measured on the gpu ConvNet dump), not a bitcast of it nor a while loop's result."""
+        the defining instruction itself or (``elements``) one element of a multi-output
+        fusion's tuple (measured on the gpu ConvNet dump), not a bitcast of it nor a while
+        loop's result. The heap simulator takes only the first kind (it asks that the user
+        read the defining instruction: HloInstruction::IsUserOf)."""
         instr = instr_at[(v.computation, v.instruction)]
         for op in instr.operands:
             tree = trees.get((v.computation, op))
@@ -733,7 +735,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             element = via is not None and via.opcode == "get-tuple-element" and \
                 via.operands[0] == u.instruction and u.index == (via.tuple_index,) and \
                 instr_at[(u.computation, u.instruction)].opcode == "fusion"
-            if u.computation == v.computation and (direct or element) and u.end == v.start:
+            if u.computation == v.computation and (direct or (elements and element)) and \
+                    u.end == v.start:
                 yield u
 
     def operand_share(members: list[Value], size: int) -> Optional[_Slot]:
@@ -818,7 +821,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             continue  # the buffer's earlier value made its slot
         slot = None
         if g in single:
-            for u in dying_operands(v):
+            for u in dying_operands(v, elements=False):
                 ug = group_of[u.id]
                 if u.id not in in_heap or ug not in single or u.id in taken or \
                         not handoff(u, v):

@@ -36,6 +36,9 @@ class DumpAllocation:
     kind: str  # parameter, output, constant, thread-local, temp
     values: tuple[DumpValue, ...]
     color: int = 0  # the memory space (TPU: S(n)); 0 is device memory
+    # A parameter's allocation that an output aliases (a donated argument): XLA counts it in
+    # the arguments, the outputs and the alias.
+    live_out: bool = False
 
 
 def _kind(text: str) -> str:
@@ -54,12 +57,13 @@ def _kind(text: str) -> str:
 
 def read_buffer_assignment(text: str) -> tuple[DumpAllocation, ...]:
     out: list[DumpAllocation] = []
-    head: tuple[int, int, str, int] | None = None
+    head: tuple[int, int, str, int, bool] | None = None
     values: list[DumpValue] = []
 
     def close() -> None:
         if head is not None:
-            out.append(DumpAllocation(head[0], head[1], head[2], tuple(values), head[3]))
+            out.append(DumpAllocation(head[0], head[1], head[2], tuple(values), head[3],
+                                      head[4]))
 
     for line in text.splitlines():
         m = _ALLOCATION.match(line)
@@ -67,7 +71,7 @@ def read_buffer_assignment(text: str) -> tuple[DumpAllocation, ...]:
             close()
             color = re.search(r"\bcolor (\d+)", m.group(3))
             head = (int(m.group(1)), int(m.group(2)), _kind(m.group(3)),
-                    int(color.group(1)) if color else 0)
+                    int(color.group(1)) if color else 0, "maybe-live-out" in m.group(3))
             values = []
             continue
         v = _VALUE.match(line)
@@ -92,6 +96,9 @@ def figures_from_buffer_assignment(allocations: tuple[DumpAllocation, ...]) -> d
     for a in allocations:
         if a.kind in key and (a.color == 0 or a.kind != "temp"):
             sums[key[a.kind]] += a.size
+        if a.kind == "parameter" and a.live_out:
+            sums["output_size_in_bytes"] += a.size
+            sums["alias_size_in_bytes"] += a.size
     return sums
 
 

@@ -231,18 +231,25 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
             dt = cast
         return jax.ShapeDtypeStruct(a.shape, dt)  # type: ignore[no-untyped-call]
 
-    if kind and donate is not None:
+    own = ""  # a jax.jit entry's own donation, where hloscope must jit it again
+    if kind and (donate is not None or devices > 1):
         inner = getattr(fn, "__wrapped__", None)
         if kind != "jax.jit" or inner is None:
-            raise EntryError(f"--donate cannot change the donation of an {kind} entry; set "
-                             "donate_argnums where the model file wraps the function (or "
-                             "return the plain function and let --donate choose)")
-        fn, kind = inner, ""
-    if kind:
-        if devices > 1:
+            if donate is not None:
+                raise EntryError(f"--donate cannot change the donation of an {kind} entry; "
+                                 "set donate_argnums where the model file wraps the function "
+                                 "(or return the plain function and let --donate choose)")
             raise EntryError(f"--devices {devices} splits a plain function's arguments; this "
                              f"entry is already compiled ({kind}) with its own shardings: "
                              "return the plain function from hloscope_entries")
+        if donate is None:
+            # --devices: jit the wrapped function again with the shardings, keeping the
+            # entry's donation (read from a trace, which compiles nothing).
+            nums = _donated_arguments(getattr(fn, "trace")(*jax.tree.map(spec, args)))
+            donate, own = (",".join(map(str, nums)) if nums else "none"), " (the entry's own " \
+                "jax.jit)"
+        fn, kind = inner, ""
+    if kind:
         device = SingleDeviceSharding(found[0])
 
         def placed(a: Any) -> Any:
@@ -270,9 +277,11 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
         jitted = jax.jit(fn, in_shardings=sharding, static_argnums=static_argnums,
                          donate_argnums=nums)
         lowered = jitted.lower(*specs)
-        how = _arguments_text(nums) + (f" (--donate {donate})" if donate is not None else "")
+        how = _arguments_text(nums) + (own or (f" (--donate {donate})" if donate is not None
+                                               else ""))
     pre = lowered.as_text(dialect="hlo", debug_info=True)
     if pre_args is not None and not kind:
+        nums = donate_argnums(donate, len(args)) if donate is not None else ()
         alone = jax.jit(fn, in_shardings=SingleDeviceSharding(found[0]),
                         static_argnums=static_argnums, donate_argnums=nums)
         pre = alone.lower(*jax.tree.map(spec, pre_args)).as_text(dialect="hlo",
