@@ -260,6 +260,20 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
                 dt = cast
             return jax.ShapeDtypeStruct(a.shape, dt, sharding=device)  # type: ignore
 
+        if kind == "equinox.filter_jit":
+            # equinox traces array leaves only: a shape-only spec would be a static value. It
+            # gets the concrete arrays, which live on this machine's CPU.
+            if t.platform != "cpu":
+                raise EntryError(f"an equinox.filter_jit entry compiles the arrays it is given, "
+                                 f"and those live on the CPU: hloscope cannot lower it for "
+                                 f"{t.name}; return the plain function (with --donate) for "
+                                 "that target")
+
+            def placed(a: Any) -> Any:  # noqa: F811
+                if cast is not None and hasattr(a, "astype") and hasattr(a, "dtype") and \
+                        jax.numpy.issubdtype(a.dtype, jax.numpy.floating):
+                    return a.astype(cast)
+                return a
         wrapped = getattr(fn, "lower")(*jax.tree.map(placed, args))
         lowered = _jax_lowered(wrapped)
         how = f"{_arguments_text(_donated_arguments(lowered))} (the entry's own {kind})"

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""hloscope's fused buffer assignment against XLA's on generated JAX programs (dots,
+reductions, scans, in-place updates, gradients, optimizer steps; donated or not; built by
+tests/jax_programs.py), compiled for one target: how many agree with memory_analysis() to the
+byte, in temp and in total, donated and not, and every one that does not.
+
+  python scripts/differential.py --count 200 --seed 1
+  python scripts/differential.py --target gpu-h100 --count 100    # needs the CUDA plugin
+  python scripts/differential.py --json                           # for tests
+
+A gpu target compiles without a GPU; this script sets its environment itself, before JAX is
+imported, so run it in a fresh process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+
+def descriptions(seed: int, count: int) -> list[dict[str, object]]:
+    import jax_programs as jp
+    rng = random.Random(seed)
+    return [{"batch": rng.choice([1, 2, 4, 8, 16]), "width": rng.choice([8, 16, 32, 64, 128]),
+             "layers": [rng.choice(jp.LAYERS) for _ in range(rng.randint(1, 6))],
+             "mode": rng.choice(jp.MODES), "donate": rng.random() < 0.6}
+            for _ in range(count)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", default="cpu", help="cpu or gpu-h100 (default cpu)")
+    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    a = ap.parse_args()
+    device = None
+    if a.target.startswith("gpu"):
+        os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+        os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
+        from hloscope.frontends.jax import devices_for
+        from hloscope.frontends.targets import get_target
+        device = devices_for(get_target(a.target), 1)[0]
+    else:
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax_programs as jp
+
+    import hloscope
+    from hloscope.analysis.liveness import analyze
+    backend = "gpu" if a.target.startswith("gpu") else "cpu"
+    rows = []
+    for d in descriptions(a.seed, a.count):
+        post, xla = jp.compile_for(d, device)
+        f = analyze(hloscope.parse(post), backend).figures
+        total = (xla["argument_size_in_bytes"] + xla["output_size_in_bytes"]
+                 - xla["alias_size_in_bytes"] + xla["temp_size_in_bytes"])
+        rows.append({"program": d, "temp": [f.temp_packed_bytes, xla["temp_size_in_bytes"]],
+                     "total": [f.total_bytes, total],
+                     "exact": f.temp_packed_bytes == xla["temp_size_in_bytes"]
+                     and f.total_bytes == total})
+    if a.json:
+        print(json.dumps(rows))
+        return 0
+    for donated in (True, False):
+        part = [r for r in rows if r["program"]["donate"] == donated]  # type: ignore[index]
+        exact = sum(bool(r["exact"]) for r in part)
+        print(f"{a.target}, {'donated' if donated else 'not donated'}: {exact} of {len(part)} "
+              "to the byte (temp and total)")
+    for r in rows:
+        if not r["exact"]:
+            t, x = r["temp"]  # type: ignore[misc]
+            print(f"  {jp.describe(r['program'])}: temp {t:,} vs XLA {x:,} ({t / x:.3f})"
+                  if x else f"  {jp.describe(r['program'])}: temp {t:,} vs XLA 0")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
