@@ -200,6 +200,23 @@ def test_temp_matches_xla_on_cpu_and_gpu(path: str) -> None:
     assert f.alias_bytes == xla.get("alias_size_in_bytes", 0)
 
 
+def test_every_fixture_and_dump_is_read_as_its_backend() -> None:
+    from hloscope.analysis.backends import detect_backend
+    paths = [p for p in glob.glob(os.path.join(FIXTURES, "*", "*.post.hlo"))
+             if "handwritten" not in p] + \
+        glob.glob(os.path.join(FIXTURES, "dumps", "*", "*after_optimizations.txt"))
+    assert len(paths) > 80
+    for p in paths:
+        where = os.path.relpath(p, FIXTURES).split(os.sep)
+        compiled = where[1].split("_")[0] if where[0] == "dumps" else where[0].split("-")[0]
+        name, why = detect_backend(hloscope.parse_file(p))
+        assert name.split("-")[0] == compiled, (p, name, why)
+    # A module with nothing backend-specific says so.
+    name, why = detect_backend(hloscope.parse("HloModule m\nENTRY e {\n  ROOT p = f32[2]{0} "
+                                              "parameter(0)\n}\n"))
+    assert (name, why) == ("cpu", "nothing in the text is backend-specific: read as cpu")
+
+
 def test_the_backend_is_read_from_the_module() -> None:
     from hloscope.analysis.backends import backend_for
     names = {t: {backend_for(hloscope.parse_file(p)).name
