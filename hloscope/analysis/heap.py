@@ -15,6 +15,7 @@ eager model: an online allocator) a free list of gaps gives the same placements 
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 
@@ -61,20 +62,25 @@ class _Timeline:
         self.bucket = bucket
         self.buckets: list[list[tuple[int, int, int, int]]] = [
             [] for _ in range(end // bucket + 1)]
+        # Long chunks sorted by end, so that a query skips those that ended before it starts.
         self.long: list[tuple[int, int, int, int]] = []
+        self.long_ends: list[int] = []
 
     def add(self, start: int, end: int, offset: int, size: int) -> None:
         chunk = (start, end, offset, size)
         first, last = start // self.bucket, end // self.bucket
         if last - first > self.LONG:
-            self.long.append(chunk)
+            k = bisect.bisect_right(self.long_ends, end)
+            self.long_ends.insert(k, end)
+            self.long.insert(k, chunk)
             return
         for b in range(first, last + 1):
             self.buckets[b].append(chunk)
 
     def busy(self, start: int, end: int) -> list[tuple[int, int]]:
         """(offset, end offset) of the chunks live at some time in [start, end]."""
-        out = [(off, off + size) for s, e, off, size in self.long if s <= end and start <= e]
+        k = bisect.bisect_left(self.long_ends, start)
+        out = [(off, off + size) for s, _, off, size in self.long[k:] if s <= end]
         first = start // self.bucket
         for b in range(first, end // self.bucket + 1):
             for s, e, off, size in self.buckets[b]:

@@ -594,34 +594,48 @@ class _Slot:
 class _OutputFilter:
     """Which output allocations a temporary could move into, cheaply ruled out: about a million
     tries on a BERT-Large step, nearly all of which fail on the allocation's own output value,
-    live from its definition to the end. Each allocation keeps its longest-lived first member;
-    a temporary that strictly overlaps it cannot go there (no handoff at a touching end can
+    live from its definition to the end. Each allocation keeps two of its first members; a
+    temporary that strictly overlaps one cannot go there (no handoff at a touching end can
     help), so ``__call__`` gives, in the allocations' order from ``first``, only those it does
     not strictly overlap, as the set bits of Python ints (one bit per allocation). The full
     test stays with the caller; the answer is the same, only the hopeless tries are gone. Index
     tables never take an array and are left out."""
 
     def __init__(self, slots: list["_Slot"]) -> None:
-        # Every output allocation has its group's members from the start.
-        keep = [(k, max(s.members, key=lambda m: (m.end - m.start, -m.start)))
-                for k, s in enumerate(slots) if not s.is_table]
+        # Every output allocation has its group's members from the start. Two are kept: the
+        # longest-lived and the last to end (a donated parameter's allocation holds the
+        # parameter, live from the start to its last read, and the output, live from its
+        # definition to the end: a temporary must fit between the two).
+        tables = [(k, s) for k, s in enumerate(slots) if not s.is_table]
+        self.masks = [self._masks([(k, max(s.members, key=lambda m: (m.end - m.start,
+                                                                      -m.start)))
+                                   for k, s in tables]),
+                      self._masks([(k, max(s.members, key=lambda m: (m.end, m.start)))
+                                   for k, s in tables])]
+
+    @staticmethod
+    def _masks(keep: list[tuple[int, "Value"]]
+               ) -> tuple[list[int], list[int], list[int], list[int]]:
         # Allocations by their member's start, and the masks of those starting at or after
         # each; likewise by end, the masks of those ending at or before each.
         by_start = sorted(keep, key=lambda kw: kw[1].start)
         by_end = sorted(keep, key=lambda kw: kw[1].end)
-        self.starts = [w.start for _, w in by_start]
-        self.ends = [w.end for _, w in by_end]
-        self.start_at_or_after = [0] * (len(keep) + 1)
+        starts = [w.start for _, w in by_start]
+        ends = [w.end for _, w in by_end]
+        start_at_or_after = [0] * (len(keep) + 1)
         for i in range(len(keep) - 1, -1, -1):
-            self.start_at_or_after[i] = self.start_at_or_after[i + 1] | (1 << by_start[i][0])
-        self.end_at_or_before = [0] * (len(keep) + 1)
+            start_at_or_after[i] = start_at_or_after[i + 1] | (1 << by_start[i][0])
+        end_at_or_before = [0] * (len(keep) + 1)
         for i, (k, _) in enumerate(by_end):
-            self.end_at_or_before[i + 1] = self.end_at_or_before[i] | (1 << k)
+            end_at_or_before[i + 1] = end_at_or_before[i] | (1 << k)
+        return starts, ends, start_at_or_after, end_at_or_before
 
     def __call__(self, first: int, vs: int, ve: int) -> Iterator[int]:
-        # Not strictly overlapping the kept member w: w.start >= ve or w.end <= vs.
-        bits = self.start_at_or_after[bisect.bisect_left(self.starts, ve)] | \
-            self.end_at_or_before[bisect.bisect_right(self.ends, vs)]
+        # Not strictly overlapping a kept member w: w.start >= ve or w.end <= vs.
+        bits = -1
+        for starts, ends, after, before in self.masks:
+            bits &= after[bisect.bisect_left(starts, ve)] | \
+                before[bisect.bisect_right(ends, vs)]
         bits = (bits >> first) << first
         while bits:
             low = bits & -bits
@@ -1061,7 +1075,11 @@ def _post_order_positions(module: Module) -> dict[tuple[str, str], int]:
         if comp.name not in called:
             visit(comp.name)
     out: dict[tuple[str, str], int] = {}
+    # Only the computations that are program steps hold buffers (not fused ones, not reducers).
+    roles = computation_roles(module)
     for name in reversed(order):
+        if roles.get(name) in ("fused", "applied"):
+            continue
         comp = module.computation(name)
         for instr in post_order_schedule(comp):
             out[(comp.name, instr.name)] = len(out)
