@@ -317,3 +317,20 @@ def test_examples_donate_their_training_state() -> None:
     entries = bert_layer.hloscope_entries(seq=8)
     assert wrapper_kind(entries["train_step"][0]) == "jax.jit"
     assert wrapper_kind(entries["train_step_undonated"][0]) == ""
+
+
+@needs_jax
+@pytest.mark.slow
+def test_bert_large_donated_step_is_xla_to_the_byte(capsys) -> None:
+    """The question's model as a training loop runs it: the 24-layer BERT-Large Adam step at
+    seq 512, weights and moments donated (the example's default entry)."""
+    assert cli_main(["diff", os.path.join(ROOT, "examples", "bert_stack.py"), "--set",
+                     "size=large", "--set", "layers=24", "--set", "seq=512",
+                     "--no-xla-unfused", "--json", "-q"]) == 0
+    (t,) = json.loads(capsys.readouterr().out)["targets"]
+    m, x = t["memory"], t["memory"]["xla"]
+    assert t["donation"]["requested"] == "arguments 0, 1, 2 (the entry's own jax.jit)"
+    assert m["fused"]["temp_packed_bytes"] == x["temp_size_in_bytes"] == 2_467_373_124
+    assert m["fused"]["alias_bytes"] == x["alias_size_in_bytes"]
+    assert m["fused"]["total_bytes"] == (x["argument_size_in_bytes"] + x["output_size_in_bytes"]
+                                         - x["alias_size_in_bytes"] + x["temp_size_in_bytes"])

@@ -173,6 +173,17 @@ def test_report_is_self_contained(one_target_html) -> None:
     assert not re.search(r"(src|href)=[\"'](https?:)?//", html)
 
 
+def test_report_explains_the_memory_columns_and_classes(one_target_html) -> None:
+    html = one_target_html
+    assert 'title="parameters + outputs - alias + temp packed: what the program needs at ' \
+        'once">total</th>' in html
+    assert 'title="outputs kept in the buffer of the parameter they alias' in html
+    assert '<td title="a temporary in the packed temp allocation">temp</td>' in html
+    from hloscope.present.format import MEMORY_HELP
+    assert MEMORY_HELP["temp-in-output"].startswith("a temporary XLA keeps inside an output")
+    assert MEMORY_HELP["temp-in-donated"].startswith("a temporary XLA keeps inside a donated")
+
+
 @needs_dot
 def test_report_holds_the_tables_and_pictures(one_target_html) -> None:
     rep, _ = _report(1)

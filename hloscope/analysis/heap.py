@@ -176,10 +176,13 @@ def _place_online(intervals: list[Interval], alignment: int) -> tuple[dict[int, 
 
 
 def pack(intervals: list[Interval], alignment: int = 1,
-         orders: tuple[str, ...] = ("spatial", "temporal")) -> Placement:
+         orders: tuple[str, ...] = ("spatial", "temporal"),
+         lower_bound: int = -1) -> Placement:
     """Place every interval; return the offsets and heap size of the better of XLA's two
     orders (spatial: size, then lifetime; temporal: start time, then size), or of the
-    ``orders`` given."""
+    ``orders`` given. ``lower_bound``: the most bytes live at one time, below which no order
+    can pack; an order that reaches it ends the search (XLA keeps the first of equal sizes,
+    so the answer is the same)."""
     keys = {"spatial": lambda iv: iv.spatial_key or (-iv.size, -(iv.end - iv.start), iv.id),
             "temporal": lambda iv: iv.temporal_key or (iv.start, -iv.size, iv.id)}
     # The online allocator needs the intervals in start order: the temporal order of old.
@@ -191,5 +194,7 @@ def pack(intervals: list[Interval], alignment: int = 1,
         offsets, heap = place(order, alignment)
         if best is None or heap < best.heap_size:
             best = Placement(offsets, heap, name)
+        if heap <= lower_bound:
+            break
     assert best is not None
     return best

@@ -854,10 +854,24 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         slot_of[g] = slot
     heap_slots.sort(key=lambda s: s.id)
 
+    # Timeline of the temp heap: a slot is live during each member's range. Its peak is the
+    # least any packing can reach.
+    diff = [0] * (end + 2)
+    for s in heap_slots:
+        for start, stop in _occupied(s.members):
+            diff[start] += s.size
+            diff[stop + 1] -= s.size
+    timeline: list[int] = []
+    live = 0
+    for t in range(end):
+        live += diff[t]
+        timeline.append(live)
+    peak = max(timeline, default=0)
+
     keys = _heap_keys(heap_slots, group_of) if be.temps_in_outputs else {}
     placement = pack([Interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),
                                *keys.get(s.id, ((), ())))
-                      for s in heap_slots], be.alignment, be.heap_orders)
+                      for s in heap_slots], be.alignment, be.heap_orders, lower_bound=peak)
     heap = placement.heap_size
     thread_local = _thread_local_sizes(module, be)
     if be.table_alignment:
@@ -874,18 +888,6 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     buffers = tuple(Buffer(s.id, s.cls, s.size, tuple(m.id for m in s.members),
                            placement.offsets.get(s.id, -1)) for s in slots)
 
-    # Timeline of the temp heap: a slot is live during each member's range.
-    diff = [0] * (end + 2)
-    for s in heap_slots:
-        for start, stop in _occupied(s.members):
-            diff[start] += s.size
-            diff[stop + 1] -= s.size
-    timeline: list[int] = []
-    live = 0
-    for t in range(end):
-        live += diff[t]
-        timeline.append(live)
-    peak = max(timeline, default=0)
     peak_step = timeline.index(peak) if peak else 0
     at_peak = [m for s in slots if s.cls in (TEMP, OUTPUT) or s.aliased for m in s.members
                if m.start <= peak_step <= m.end and not m.is_table

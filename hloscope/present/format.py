@@ -49,6 +49,24 @@ def xla_total(x: Optional[dict[str, int]]) -> Optional[int]:
             - x.get("alias_size_in_bytes", 0) + x["temp_size_in_bytes"])
 
 
+# What each column and buffer class means (docs/memory-model.md, "What the figures mean"):
+# the HTML report shows these as tooltips.
+MEMORY_HELP = {
+    "parameters": "the entry parameters' allocations (XLA's argument_size_in_bytes)",
+    "outputs": "every output, those kept in a donated parameter's buffer included "
+               "(XLA's output_size_in_bytes)",
+    "alias": "outputs kept in the buffer of the parameter they alias, a donated argument "
+             "(XLA's alias_size_in_bytes); counted in parameters and in outputs",
+    "temp peak": "the most bytes of temporaries live at one step: no packing goes below it",
+    "temp packed": "the temporaries packed into one allocation (XLA's temp_size_in_bytes)",
+    "total": "parameters + outputs - alias + temp packed: what the program needs at once",
+    "temp": "a temporary in the packed temp allocation",
+    "temp-in-output": "a temporary XLA keeps inside an output's allocation before the output "
+                      "is written: live, but adding nothing to temp",
+    "temp-in-donated": "a temporary XLA keeps inside a donated parameter's allocation after "
+                       "the parameter's last read: live, but adding nothing to temp",
+}
+
 MEMORY_COLUMNS = ("", "parameters", "outputs", "alias", "temp peak", "temp packed", "total",
                   "peak at")
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from markupsafe import Markup
 
-from hloscope.present.format import human_bytes, xla_total
+from hloscope.present.format import MEMORY_HELP, human_bytes, xla_total
 
 if TYPE_CHECKING:
     from hloscope.analysis.diff import Report, TargetReport
@@ -156,10 +156,12 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
                              "run again")
     return {
         "key": key, "name": t.target, "backend": t.backend, "framework": t.framework,
-        "summary": {"head": rows[0], "rows": rows[1:]}, "facts": facts,
+        "summary": {"head": rows[0], "rows": rows[1:],
+                    "help": [MEMORY_HELP.get(h, "") for h in rows[0]]}, "facts": facts,
         "timeline_svg": Markup(timeline_svg), "timeline_missing": timeline_missing,
         "peak_step": m.fused.peak_step, "peak_instruction": m.fused.peak_instruction,
         "live": [{"name": v.name + (str(list(v.index)) if v.index else ""), "cls": v.cls,
+                  "cls_help": MEMORY_HELP.get(v.cls, ""),
                   "shape": v.shape, "bytes": human_bytes(v.bytes),
                   "op_name": trim_scope(v.op_name), "source": v.source.rsplit("/", 1)[-1]}
                  for v in t.live_at_peak[:top]],
