@@ -211,3 +211,21 @@ def test_online_allocator_places_exactly_like_the_timeline_heap(specs, alignment
                  for i, (start, length, size) in enumerate(specs)]
     temporal = sorted(intervals, key=lambda iv: (iv.start, -iv.size, iv.id))
     assert _place_online(temporal, alignment) == _place(temporal, alignment)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 120)),
+                                   min_size=1, max_size=3),
+                          st.integers(0, 5000)), min_size=1, max_size=80),
+       st.sampled_from([1, 64, 256]), st.booleans())
+def test_the_time_tree_places_exactly_like_the_timeline_heap(specs, alignment, spatial) -> None:
+    """The segment tree of merged busy intervals (heap._TimeTree) gives the offsets of the
+    bucketed chunk list it replaced (heap._Timeline, kept as the oracle), buffers of several
+    ranges (colocated values) and empty ones included, in either of XLA's orders."""
+    from hloscope.analysis.heap import Interval, _place, _place_tree
+    intervals = [Interval(i, size, tuple((s, s + n) for s, n in ranges))
+                 for i, (ranges, size) in enumerate(specs)]
+    key = (lambda iv: (-iv.size, -(iv.end - iv.start), iv.id)) if spatial else \
+        (lambda iv: (iv.start - iv.end, -iv.size, iv.id))
+    order = sorted(intervals, key=key)
+    assert _place_tree(order, alignment) == _place(order, alignment)

@@ -542,6 +542,19 @@ def _class_of(instr_opcode: str, is_entry_param: bool, live_out: bool) -> str:
     return TEMP
 
 
+BUCKET = 64  # steps per bit of _Slot.buckets
+
+
+def _inside(vs: int, ve: int) -> int:
+    """The buckets wholly inside (vs, ve): a member that occupies a step of one overlaps a
+    value live over [vs, ve] at a step that is neither end, where no handoff helps."""
+    first = (vs + 1 + BUCKET - 1) // BUCKET
+    last = ve // BUCKET - 1  # the last bucket ending before ve
+    if last < first:
+        return 0
+    return ((1 << (last + 1)) - 1) ^ ((1 << first) - 1)
+
+
 class _Slot:
     """An allocation being filled: members kept sorted by start for overlap queries. While the
     members only touch (one's end is the next one's start, a handoff), their ends are sorted
@@ -557,10 +570,13 @@ class _Slot:
         self.is_table = False
         self.aliased = False  # a donated parameter's allocation (it may hold temporaries)
         self.group = -1  # the storage group the allocation was made for (fixed classes)
+        # Bit b: a member occupies some step of [b * BUCKET, (b + 1) * BUCKET).
+        self.buckets = 0
 
     def add(self, v: Value) -> None:
         if not self.members:
             self.is_table = v.is_table
+        self.buckets |= ((1 << (v.end // BUCKET + 1)) - 1) ^ ((1 << (v.start // BUCKET)) - 1)
         k = bisect.bisect_right(self.starts, v.start)
         if self.disjoint and ((k > 0 and self.members[k - 1].end > v.start) or
                               (k < len(self.members) and self.members[k].start < v.end)):
@@ -784,8 +800,11 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             if len(members) == 1:
                 v = members[0]
                 vs, ve = v.start, v.end
+                inside = _inside(vs, ve)
                 for k in could_take(first, vs, ve):
                     s = output_slots[k]
+                    if s.buckets & inside:
+                        continue  # a member occupies a bucket inside v's range
                     if s.disjoint:
                         # The common case, inlined: walk back from the last member starting
                         # before v ends.
