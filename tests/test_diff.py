@@ -378,6 +378,14 @@ def example(name: str) -> str:
                        "--set", "seq=64"]),
     ("scan_rnn.py", ["--entry", "train_step"]),
     ("bert_stack.py", ["--entry", "train_step_undonated", "--set", "seq=32"]),
+    # The Llama-3-shaped step (bf16 weights, f32 AdamW moments, donated), unrolled, under
+    # lax.scan and rematerialized, at toy sizes.
+    ("llama.py", ["--set", "hidden=256", "--set", "heads=4", "--set", "kv_heads=2", "--set",
+                  "ffn=512", "--set", "vocab=1000", "--set", "seq=64"]),
+    ("llama.py", ["--set", "hidden=256", "--set", "heads=4", "--set", "kv_heads=2", "--set",
+                  "ffn=512", "--set", "vocab=1000", "--set", "seq=64", "--set", "scan=true"]),
+    ("llama.py", ["--set", "hidden=256", "--set", "heads=4", "--set", "kv_heads=2", "--set",
+                  "ffn=512", "--set", "vocab=1000", "--set", "seq=64", "--set", "remat=true"]),
 ])
 def test_example_model_files_match_xla(capsys, name, args) -> None:
     (t,) = diff_json(capsys, example(name), *args)["targets"]

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Memory analysis at LLM scale, as ratios measured in one run.
+
+1. The Llama-3-shaped AdamW step (examples/llama.py: bf16 weights, f32 moments, donated) at
+   ``--layers`` (default 8 and 32), compiled for the cpu: JAX's lower + compile, then
+   hloscope's parse, fusion report, fused liveness and unfused estimate, each as a ratio to
+   hloscope's parse and to XLA's own C++ parse of the same text (``jaxlib._hlo``), hloscope's
+   serial work as a ratio to JAX's lower + compile, and the peak Python memory of parse and
+   analyses as a multiple of the text.
+2. A synthetic chain whose long-lived buffers double from run to run (a forward chain whose
+   every value the backward chain reads again, in reverse): parse and fused liveness per
+   doubling (linear: 2x).
+
+  python benchmarks/scale.py [--layers 8,32] [--seq 2048] [--chain 2000] [--doublings 3]"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import time
+import tracemalloc
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def timed(fn, *args):  # type: ignore[no-untyped-def]
+    gc.collect()
+    t = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - t
+
+
+def xla_parse_seconds(text: str) -> float | None:
+    try:
+        from jaxlib import _hlo
+    except ImportError:
+        return None
+    _, seconds = timed(_hlo.hlo_module_from_text, text)
+    return seconds
+
+
+def llama(layers: int, seq: int) -> None:
+    import llama as model
+
+    from hloscope.analysis.fusion import fusion_report
+    from hloscope.analysis.liveness import analyze
+    from hloscope.analysis.memory import unfused_part
+    from hloscope.frontends.jax import lower
+    from hloscope.hlo.parser import parse
+    fn, args = model.hloscope_entries(layers=layers, seq=seq)["train_step"]
+    lowered, jax_s = timed(lower, fn, args, "cpu")
+    text = lowered.post
+    pre, _ = timed(parse, lowered.pre)
+    post, parse_s = timed(parse, text)
+    xla_s = xla_parse_seconds(text)
+    _, fusion_s = timed(fusion_report, post, pre)
+    fused, fused_s = timed(analyze, post, "cpu")
+    _, unfused_s = timed(unfused_part, post, "cpu")
+    tracemalloc.start()
+    m = parse(text)
+    analyze(m, "cpu")
+    unfused_part(m, "cpu")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(f"\nllama step, {layers} layers, seq {seq}: {len(text) / 1e6:.1f} MB of text, "
+          f"{sum(len(c.instructions) for c in post.computations):,} instructions; fused temp "
+          f"{fused.figures.temp_packed_bytes:,} B, XLA "
+          f"{lowered.memory.get('temp_size_in_bytes', 0):,} B")
+    print(f"  JAX lower + compile       {jax_s:7.2f} s")
+    print(f"  XLA's own parse           {xla_s:7.2f} s" if xla_s else "  XLA's own parse: jaxlib "
+          "not available")
+    ref = xla_s or parse_s
+    for name, s in (("hloscope parse", parse_s), ("fusion report", fusion_s),
+                    ("fused liveness", fused_s), ("unfused estimate", unfused_s)):
+        print(f"  {name:24}  {s:7.2f} s  {s / parse_s:5.2f}x parse  {s / ref:5.2f}x XLA's parse")
+    work = parse_s + fusion_s + fused_s + unfused_s
+    print(f"  hloscope's serial work    {work:7.2f} s  {work / jax_s:5.2f}x JAX's lower + compile")
+    print(f"  peak Python memory (parse + analyses): {peak / len(text):.1f}x the text")
+
+
+def chain_text(n: int) -> str:
+    """A forward chain of n values, each read again by the backward chain in reverse: n
+    buffers live from their definition to their mirror step."""
+    lines = ["HloModule chain, is_scheduled=true", "", "ENTRY main {",
+             "  a0 = f32[256]{0} parameter(0)"]
+    for i in range(1, n + 1):
+        lines.append(f"  a{i} = f32[256]{{0}} tanh(a{i - 1})")
+    lines.append(f"  b{n} = f32[256]{{0}} negate(a{n})")
+    for i in range(n - 1, -1, -1):
+        lines.append(f"  b{i} = f32[256]{{0}} add(b{i + 1}, a{i})")
+    lines.append("  ROOT r = (f32[256]{0}) tuple(b0)")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def chain(start: int, doublings: int) -> None:
+    from hloscope.analysis.liveness import analyze
+    from hloscope.hlo.parser import parse
+    print("\nsynthetic chain (long-lived buffers doubling):")
+    print(f"  {'long-lived':>10}  {'parse (s)':>9}  {'growth':>6}  {'liveness (s)':>12}  "
+          f"{'growth':>6}")
+    prev = None
+    n = start
+    for _ in range(doublings + 1):
+        text = chain_text(n)
+        module, parse_s = timed(parse, text)
+        _, live_s = timed(analyze, module, "cpu")
+        g = (f"{parse_s / prev[0]:.2f}x", f"{live_s / prev[1]:.2f}x") if prev else ("-", "-")
+        print(f"  {n:>10,}  {parse_s:>9.2f}  {g[0]:>6}  {live_s:>12.2f}  {g[1]:>6}")
+        prev = (parse_s, live_s)
+        n *= 2
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", default="8,32")
+    ap.add_argument("--seq", type=int, default=2048)
+    ap.add_argument("--chain", type=int, default=2000)
+    ap.add_argument("--doublings", type=int, default=3)
+    a = ap.parse_args()
+    for layers in (int(x) for x in a.layers.split(",") if x):
+        llama(layers, a.seq)
+    chain(a.chain, a.doublings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
