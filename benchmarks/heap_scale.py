@@ -54,7 +54,8 @@ def main() -> int:
         assert tree == timeline, "the two placements differ"
         rows.append((n, t1 - t0, t2 - t1))
         n *= 2
-    print(f"{'long-lived':>10}  {'tree (s)':>9}  {'growth':>6}  {'old list (s)':>12}  {'growth':>6}")
+    print(f"{'long-lived':>10}  {'tree (s)':>9}  {'growth':>6}  {'old list (s)':>12}  "
+          f"{'growth':>6}")
     for i, (n, tree_s, old_s) in enumerate(rows):
         g1 = f"{tree_s / rows[i - 1][1]:.2f}x" if i else "-"
         g2 = f"{old_s / rows[i - 1][2]:.2f}x" if i else "-"

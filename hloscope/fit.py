@@ -95,6 +95,9 @@ class FitResult:
     notes: tuple[str, ...] = field(default=())
     devices: int = 1  # > 1: one device's bytes of the data-parallel program
     step: int = 1  # the values tried are multiples of this (the devices, varying their split)
+    # What the step donates and what XLA aliased, at the last value compiled ("" from a cache
+    # of an older hloscope).
+    donation: str = ""
 
 
 Evaluate = Callable[[int], tuple[Point, bool]]  # value → (its point, whether it compiled)
@@ -202,9 +205,10 @@ def cache_key(digest: str, entry: Optional[str], sizes: dict[str, Any], target: 
               dtype: Optional[str], devices: int = 1, split: str = "batch",
               donate: Optional[str] = None) -> str:
     from hloscope import __version__
-    # "totals/2": totals count an output aliased to a donated parameter once.
+    # "totals/3": totals count an output aliased to a donated parameter once, and the cache
+    # keeps what was donated.
     parts: list[Any] = [digest, entry, sorted(sizes.items()), target, dtype, __version__,
-                        "totals/2"]
+                        "totals/3"]
     if devices > 1:
         parts += [devices, split]
     if donate is not None:
@@ -222,7 +226,7 @@ def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: O
             dtype: Optional[str], cache: str,
             on_stage: Callable[[str, str], None] = lambda t, s: None, devices: int = 1,
             split: str = "batch", donate: Optional[str] = None
-            ) -> tuple[dict[str, int], str, bool]:
+            ) -> tuple[dict[str, int], str, bool, str]:
     """Each way's bytes (parameters + outputs - alias + packed temp) for one set of sizes, from the
     cache or by compiling now; also the entry's name and whether it compiled. ``digest`` is
     the model file's ``file_digest``. With ``devices`` > 1 the bytes are one device's of the
@@ -234,7 +238,8 @@ def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: O
     if os.path.exists(key_path):
         with open(key_path) as f:
             saved = json.load(f)
-        return {w: int(saved[w]) for w in WAYS}, saved.get("entry", entry or ""), False
+        return ({w: int(saved[w]) for w in WAYS}, saved.get("entry", entry or ""), False,
+                saved.get("donation", ""))
     on_stage(target, "compiling with " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
     entry_name, programs = pipeline.lower_model(path, [target], entry, sizes, dtype,
                                                 xla_unfused=False, devices=devices,
@@ -244,15 +249,18 @@ def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: O
     ahead = pipeline.read_ahead(programs[0])
     m = (ahead[2] if ahead is not None else
          measure(*pipeline.modules_of(programs[0]), programs[0].backend, fusions=False)).memory
+    donation = (f"{programs[0].donation}; " if programs[0].donation else "") + \
+        ("XLA aliases outputs to them (counted once in each total)" if m.fused.alias_bytes
+         else "XLA aliases no output to a parameter")
     totals = {}
     for way, row in (("fused", m.fused), ("unfused", m.unfused), ("eager", m.eager)):
         assert row is not None
         totals[way] = row.total_bytes  # parameters + outputs - alias + packed temp
     os.makedirs(cache, exist_ok=True)
     with open(key_path + ".tmp", "w") as f:
-        json.dump({"entry": entry_name, **totals}, f)
+        json.dump({"entry": entry_name, "donation": donation, **totals}, f)
     os.replace(key_path + ".tmp", key_path)
-    return totals, entry_name, True
+    return totals, entry_name, True, donation
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +281,7 @@ class SweepResult:
     rows: tuple[SweepRow, ...]
     compiles: int
     devices: int = 1  # > 1: one device's bytes of the data-parallel program
+    donation: str = ""  # what the step donates and what XLA aliased (as FitResult's)
 
 
 def sweep(path: str, vary: dict[str, list[Any]], target: str = "cpu",
@@ -284,17 +293,17 @@ def sweep(path: str, vary: dict[str, list[Any]], target: str = "cpu",
     import itertools
     cache = cache_dir if cache_dir is not None else default_cache_dir()
     digest = file_digest(path)
-    rows, compiles, entry_name = [], 0, entry or ""
+    rows, compiles, entry_name, donation = [], 0, entry or "", ""
     names = list(vary)
     for combo in itertools.product(*(vary[n] for n in names)):
         values = {**(sizes or {}), **dict(zip(names, combo))}
-        totals, entry_name, compiled = measure(path, digest, values, target, entry, dtype,
-                                               cache, on_stage, devices, split, donate)
+        totals, entry_name, compiled, donation = measure(
+            path, digest, values, target, entry, dtype, cache, on_stage, devices, split, donate)
         compiles += compiled
         rows.append(SweepRow(dict(zip(names, combo)), totals["fused"], totals["unfused"],
                              totals["eager"]))
     return SweepResult("hloscope.sweep/1", path, entry_name, target, tuple(names), tuple(rows),
-                       compiles, devices)
+                       compiles, devices, donation)
 
 
 def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[str] = None,
@@ -314,12 +323,14 @@ def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[
     # The search runs over k, the value tried being k * step: the split size steps by devices.
     step = devices if devices > 1 and vary == split else 1
 
+    donation = ""
+
     def evaluate(k: int) -> tuple[Point, bool]:
-        nonlocal entry_name
+        nonlocal entry_name, donation
         v = k * step
-        totals, entry_name, compiled = measure(path, digest, {**base, vary: v}, target, entry,
-                                               dtype, cache, on_stage, devices, split,
-                                               donate)
+        totals, entry_name, compiled, donation = measure(
+            path, digest, {**base, vary: v}, target, entry, dtype, cache, on_stage, devices,
+            split, donate)
         return Point(v, totals["fused"], totals["unfused"], totals["eager"]), compiled
 
     k_lo = -(-lo // step)
@@ -336,4 +347,5 @@ def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[
         "hloscope.fit/1", path, entry_name, target, vary, budget, base, best,
         {w: points.get(best[w]) for w in WAYS},
         {w: points.get(best[w] + step) if best[w] else points.get(k_lo * step) for w in WAYS},
-        tuple(points[v] for v in sorted(points)), compiles, capped, tuple(notes), devices, step)
+        tuple(points[v] for v in sorted(points)), compiles, capped, tuple(notes), devices, step,
+        donation)

@@ -113,6 +113,24 @@ def test_fit_a_toy_model_known_in_closed_form(tmp_path, capsys, monkeypatch) -> 
 
 
 @needs_jax
+def test_fit_a_donated_step(tmp_path, capsys, monkeypatch) -> None:
+    """Donated, the output is written where x was: 4 KiB per n fused (parameters + outputs -
+    alias), so 100 KiB holds n = 25; the report says what was donated."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    model = tmp_path / "toy.py"
+    model.write_text(textwrap.dedent(TOY))
+    assert run(["fit", str(model), "--vary", "n", "--budget", "100KiB", "--donate", "0",
+                "--json", "-q"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["max"]["fused"] == 25 and r["at_max"]["fused"]["fused"] == 25 * 4096
+    assert r["donation"] == "argument 0 (--donate 0); XLA aliases outputs to them (counted " \
+        "once in each total)"
+    assert run(["sweep", str(model), "--vary", "n=1,2", "--donate", "0", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "donation: argument 0 (--donate 0); XLA aliases outputs to them" in out
+
+
+@needs_jax
 def test_fit_errors(tmp_path, capsys) -> None:
     model = tmp_path / "toy.py"
     model.write_text(textwrap.dedent(TOY))

@@ -285,7 +285,10 @@ def render_fit(r: "FitResult", budget_text: str = "") -> str:
     per = f" per device, data parallel over {r.devices}" if r.devices > 1 else ""
     lines = [f"hloscope fit {r.model}  entry {r.entry}  target {r.target}{sizes}",
              f"budget {human_bytes(r.budget_bytes)}{name}{per}: parameters + outputs - "
-             "alias + packed temp", ""]
+             "alias + packed temp"]
+    if r.donation:
+        lines.append(f"donation: {r.donation}")
+    lines.append("")
     step = r.step
     rows: list[tuple[str, ...]] = [("", f"largest {r.vary}", "bytes there",
                                     f"bytes at {r.vary}+{step}")]
@@ -309,7 +312,10 @@ def render_sweep(r: "SweepResult") -> str:
     """Bytes at each combination of sizes, with each way's growth over the first row."""
     per = f" (per device, data parallel over {r.devices})" if r.devices > 1 else ""
     lines = [f"hloscope sweep {r.model}  entry {r.entry}  target {r.target}",
-             f"bytes{per}: parameters + outputs - alias + packed temp", ""]
+             f"bytes{per}: parameters + outputs - alias + packed temp"]
+    if r.donation:
+        lines.append(f"donation: {r.donation}")
+    lines.append("")
     rows: list[tuple[str, ...]] = [tuple(r.vary) + ("fused", "unfused", "eager",
                                                     "unfused / fused")]
     for row in r.rows:
