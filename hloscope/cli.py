@@ -636,6 +636,61 @@ def report(directory: str, output: str, top: int) -> None:
     _pictures(rep, modules, output, None, False)
 
 
+@main.command()
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--module", "module_name", help="For a dump directory: which module (name or "
+                                               "number; default: every one with a buffer "
+                                               "assignment).")
+@click.option("--backend", type=click.Choice(["cpu", "gpu", "tpu", "tpu-v4"]),
+              help="Whose buffer-assignment rules (default: read from the module).")
+@click.option("--tolerance", type=click.FloatRange(min=0), default=0.01, show_default=True,
+              help="The largest departure from XLA's figures that still agrees (0.01: 1%).")
+@click.option("--details", is_flag=True,
+              help="List the values in another class and the sharing each side does alone.")
+def check(directory: str, module_name: Optional[str], backend: Optional[str],
+          tolerance: float, details: bool) -> None:
+    """hloscope's memory model against XLA's own answer. DIRECTORY is one written by `diff
+    --save` (each target's module against XLA's memory_analysis(): temp, alias, total) or an
+    --xla_dump_to directory (each module against XLA's buffer assignment, value by value).
+    Exits 1 where the model departs from XLA by more than the tolerance."""
+    from hloscope import pipeline
+    from hloscope.analysis.agreement import Agreement, agreement
+    from hloscope.analysis.xla_dump import (dump_modules, figures_from_buffer_assignment,
+                                            read_buffer_assignment)
+    from hloscope.present.terminal import render_check
+    found: list[Agreement] = []
+    try:
+        saved = pipeline.saved_programs(directory)
+        if saved is not None:
+            for p in saved[0]:
+                found.append(agreement(pipeline.read_module(p.post, p.post_source),
+                                       p.xla, backend or p.backend, label=p.target))
+        else:
+            mods = [m for m in dump_modules(directory) if m.after and m.buffer_assignment
+                    and (module_name is None or module_name in (
+                        m.name, m.label, str(m.number), f"module_{m.number:04d}"))]
+            if not mods:
+                fail(f"{directory}: neither a directory `hloscope diff --save` wrote nor an "
+                     "--xla_dump_to directory with a module's after-optimizations text and "
+                     "buffer assignment" + (f" named {module_name}" if module_name else ""))
+            for m in mods:
+                assert m.after is not None and m.buffer_assignment is not None
+                with open(m.buffer_assignment) as f:
+                    allocations = read_buffer_assignment(f.read())
+                name = os.path.basename(m.after)
+                guess = backend or ("gpu" if "_gpu_after_optimizations" in name else
+                                    "cpu" if "cpu_after_optimizations" in name else None)
+                found.append(agreement(load_module(m.after), figures_from_buffer_assignment(
+                    allocations), guess, allocations, m.label))
+    except HloParseError as e:
+        fail_parse(e)
+    except pipeline.DirectoryError as e:
+        fail(str(e))
+    click.echo(render_check(found, tolerance, directory, details), nl=False)
+    if not all(a.agrees(tolerance) for a in found):
+        sys.exit(1)
+
+
 def run(argv: Optional[list[str]] = None) -> int:
     """Entry for tests: run the CLI and return its exit code instead of exiting."""
     try:

@@ -6,7 +6,9 @@ consumer take over and the other does not (read these first when the totals disa
   python scripts/compare_dump.py fixtures/dumps/gpu_bert_layer_train_step_nofusion
   python scripts/compare_dump.py DUMP_DIR --module jit_forward --backend gpu
 
-Needs no JAX: it reads the dump's after-optimizations text and buffer assignment."""
+Needs no JAX: it reads the dump's after-optimizations text and buffer assignment.
+`hloscope check DUMP_DIR --details` prints the same for every module of a dump, with the
+temp, alias and total figures, and exits 1 where the model departs from XLA."""
 
 from __future__ import annotations
 
@@ -18,19 +20,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from hloscope.analysis.liveness import analyze  # noqa: E402
-from hloscope.analysis.xla_dump import (Sharing, compare_assignment, dump_modules,  # noqa: E402
+from hloscope.analysis.xla_dump import (compare_assignment, dump_modules,  # noqa: E402
                                         read_buffer_assignment)
 from hloscope.hlo.parser import parse_file  # noqa: E402
-
-
-def _name(key: tuple[str, tuple[int, ...]]) -> str:
-    name, index = key
-    return name + ("{" + ",".join(map(str, index)) + "}" if index else "")
-
-
-def _sharing(s: Sharing) -> str:
-    via = "" if s.via == s.operand[0] else f"  (read as {s.via})"
-    return f"  {_name(s.consumer)} takes over {_name(s.operand)}{via}"
+from hloscope.present.terminal import comparison_lines  # noqa: E402
 
 
 def main() -> int:
@@ -53,14 +46,7 @@ def main() -> int:
     c = compare_assignment(analyze(parse_file(m.after), a.backend), allocations)
     ratio = f"{c.temp_ours / c.temp_xla:.4f}" if c.temp_xla else "-"
     print(f"{m.label}: temp hloscope {c.temp_ours:,} B, XLA {c.temp_xla:,} B ({ratio})")
-    print(f"values in another class: {len(c.class_mismatches)}")
-    for x in c.class_mismatches:
-        print(f"  {_name(x.value)}: hloscope {x.ours}, XLA {x.xla}")
-    for label, pairs in (("sharing XLA does, hloscope not", c.xla_only),
-                         ("sharing hloscope does, XLA not", c.ours_only)):
-        print(f"{label}: {len(pairs)}")
-        for s in pairs:
-            print(_sharing(s))
+    print("\n".join(comparison_lines(c)))
     return 0
 
 

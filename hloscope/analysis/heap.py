@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import Callable
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,20 +109,32 @@ def _best_fit(busy: list[tuple[int, int]], size: int, alignment: int) -> int:
 
 
 def _place(intervals: list[Interval], alignment: int) -> tuple[dict[int, int], int]:
+    """Best fit in the given order, the placed chunks in a bucketed list (``_Timeline``): the
+    tests' oracle for ``_place_tree``."""
     end = max((iv.end for iv in intervals), default=0)
     timeline = _Timeline(end)
+    return _place_in(intervals, alignment, lambda s, e, out: out.extend(timeline.busy(s, e)),
+                     timeline.add)
+
+
+def _place_in(intervals: list[Interval], alignment: int,
+              busy: Callable[[int, int, list[tuple[int, int]]], None],
+              add: Callable[[int, int, int, int], None]) -> tuple[dict[int, int], int]:
+    """Best fit in the given order over an index of placed chunks: ``busy(start, end, out)``
+    appends the (offset, end offset) intervals busy at some time of [start, end], ``add``
+    places a chunk."""
     offsets: dict[int, int] = {}
     heap = 0
     for iv in intervals:
-        busy: list[tuple[int, int]] = []
+        taken: list[tuple[int, int]] = []
         for s, e in iv.ranges:
-            busy.extend(timeline.busy(s, e))
-        busy.sort()
-        offset = _best_fit(busy, iv.size, alignment)
+            busy(s, e, taken)
+        taken.sort()
+        offset = _best_fit(taken, iv.size, alignment)
         offsets[iv.id] = offset
         if iv.size:  # an empty buffer takes no room, and splits no gap
             for s, e in iv.ranges:
-                timeline.add(s, e, offset, iv.size)
+                add(s, e, offset, iv.size)
         heap = max(heap, offset + iv.size)
     return offsets, heap
 
@@ -214,22 +227,8 @@ class _TimeTree:
 
 def _place_tree(intervals: list[Interval], alignment: int) -> tuple[dict[int, int], int]:
     """``_place`` with the chunks in a ``_TimeTree``: the same offsets (a test compares)."""
-    end = max((iv.end for iv in intervals), default=0)
-    tree = _TimeTree(end)
-    offsets: dict[int, int] = {}
-    heap = 0
-    for iv in intervals:
-        busy: list[tuple[int, int]] = []
-        for s, e in iv.ranges:
-            tree.busy(s, e, busy)
-        busy.sort()
-        offset = _best_fit(busy, iv.size, alignment)
-        offsets[iv.id] = offset
-        if iv.size:  # an empty buffer takes no room, and splits no gap
-            for s, e in iv.ranges:
-                tree.add(s, e, offset, iv.size)
-        heap = max(heap, offset + iv.size)
-    return offsets, heap
+    tree = _TimeTree(max((iv.end for iv in intervals), default=0))
+    return _place_in(intervals, alignment, tree.busy, tree.add)
 
 
 def _place_online(intervals: list[Interval], alignment: int) -> tuple[dict[int, int], int]:

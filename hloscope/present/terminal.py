@@ -11,6 +11,8 @@ from hloscope.analysis.summary import ModuleSummary
 
 if TYPE_CHECKING:
     from hloscope.analysis.activations import SavedActivations
+    from hloscope.analysis.agreement import Agreement
+    from hloscope.analysis.xla_dump import Comparison, Sharing
     from hloscope.fit import FitResult, SweepResult
 from hloscope.present.format import (comparison_rows, human_bytes, memory_rows, ratio_text,
                                       table)
@@ -348,3 +350,58 @@ def render_saved(s: "SavedActivations", top: int = 15, by: str = "source") -> st
     return "\n".join(lines) + "\n"
 
 
+
+
+def value_name(key: tuple[str, tuple[int, ...]]) -> str:
+    """``name{1,0}``: a value of an instruction at a shape index."""
+    name, index = key
+    return name + ("{" + ",".join(map(str, index)) + "}" if index else "")
+
+
+def sharing_line(s: "Sharing") -> str:
+    via = "" if s.via == s.operand[0] else f"  (read as {s.via})"
+    return f"  {value_name(s.consumer)} takes over {value_name(s.operand)}{via}"
+
+
+def comparison_lines(c: "Comparison", details: bool = True) -> list[str]:
+    """hloscope's buffer assignment against XLA's, value by value (xla_dump.Comparison)."""
+    lines = [f"values in another class: {len(c.class_mismatches)}"]
+    if details:
+        lines += [f"  {value_name(x.value)}: hloscope {x.ours}, XLA {x.xla}"
+                  for x in c.class_mismatches]
+    for label, pairs in (("sharing XLA does, hloscope not", c.xla_only),
+                         ("sharing hloscope does, XLA not", c.ours_only)):
+        lines.append(f"{label}: {len(pairs)}")
+        if details:
+            lines += [sharing_line(s) for s in pairs]
+    return lines
+
+
+def render_check(agreements: Sequence["Agreement"], tolerance: float, source: str,
+                 details: bool = False) -> str:
+    """``hloscope check``: each module's figures on both sides, whether they agree within the
+    tolerance, and (from XLA's buffer assignment) where they differ value by value."""
+    pct = f"{tolerance:.0%}" if tolerance >= 0.01 else f"{tolerance:.2%}"
+    lines = [f"hloscope check {source}  (tolerance {pct})"]
+    checked = agreeing = 0
+    for a in agreements:
+        lines += ["", f"{a.label}  (backend {a.backend})"]
+        for f in a.figures:
+            ratio = f"{f.ratio:.4f}" if f.ratio is not None else "-"
+            lines.append(f"  {f.name:<6} hloscope {f.ours:,} B, XLA {f.xla:,} B ({ratio})")
+        if a.unchecked:
+            lines.append(f"  not checked: {a.unchecked}")
+        elif a.figures:
+            checked += 1
+            if a.agrees(tolerance):
+                agreeing += 1
+                lines.append(f"  agrees within {pct}")
+            else:
+                off = [f"{f.name} is {f.ratio:.4f}x XLA's" if f.ratio is not None else
+                       f"{f.name} is {f.ours:,} B where XLA has none"
+                       for f in a.figures if not f.within(tolerance)]
+                lines.append("  DIFFERS: " + "; ".join(off))
+        if a.comparison is not None:
+            lines += ["  " + line for line in comparison_lines(a.comparison, details)]
+    lines += ["", f"{agreeing} of {checked} checked agree within {pct}"]
+    return "\n".join(lines) + "\n"

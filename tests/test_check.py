@@ -1,0 +1,72 @@
+"""`hloscope check`: the memory model against XLA's own answer, from a dump directory (XLA's
+buffer assignment, value by value) or a `diff --save` directory (memory_analysis())."""
+
+from __future__ import annotations
+
+import glob
+import os
+import textwrap
+
+import pytest
+
+from conftest import FIXTURES, fixture_path, needs_jax
+from hloscope.cli import run
+
+
+@pytest.mark.parametrize("name", sorted(os.path.basename(d) for d in
+                                        glob.glob(os.path.join(FIXTURES, "dumps", "*"))
+                                        if not os.path.basename(d).startswith("tpu")))
+def test_every_cpu_and_gpu_dump_agrees(name, capsys) -> None:
+    assert run(["check", fixture_path("dumps", name)]) == 0
+    out = capsys.readouterr().out
+    assert "agrees within 1%" in out and "1 of 1 checked agree within 1%" in out
+    assert "values in another class: 0" in out
+
+
+def test_a_departure_exits_1_and_says_where(capsys) -> None:
+    # libtpu's own assignment of the BERT step: hloscope's HLO-level temp is 0.9546 of it.
+    assert run(["check", fixture_path("dumps", "tpu_bert_layer_train_step")]) == 1
+    out = capsys.readouterr().out
+    assert "temp   hloscope 689,152 B, XLA 721,920 B (0.9546)" in out
+    assert "DIFFERS: temp is 0.9546x XLA's" in out
+    assert "0 of 1 checked agree within 1%" in out
+    # A wider tolerance lets it pass.
+    assert run(["check", fixture_path("dumps", "tpu_bert_layer_train_step"),
+                "--tolerance", "0.05"]) == 0
+    capsys.readouterr()
+
+
+def test_details_list_the_sharing_each_side_does_alone(capsys) -> None:
+    assert run(["check", fixture_path("dumps", "gpu_bert_layer_train_step_nofusion"),
+                "--details"]) == 0
+    out = capsys.readouterr().out
+    assert "wrapped_add.3 takes over cublas-lt-matmul.16{0}  (read as bitcast.15.0)" in out
+
+
+def test_not_a_run_nor_a_dump(tmp_path, capsys) -> None:
+    assert run(["check", str(tmp_path)]) == 2
+    _, err = capsys.readouterr()
+    assert "neither a directory `hloscope diff --save` wrote" in err and "Traceback" not in err
+
+
+@needs_jax
+def test_a_saved_run_is_checked_against_memory_analysis(tmp_path, capsys) -> None:
+    model = tmp_path / "step.py"
+    model.write_text(textwrap.dedent("""
+        import jax, jax.numpy as jnp
+
+        def hloscope_entries(n: int = 256):
+            def step(w, x):
+                return w - 0.1 * jax.grad(lambda w: jnp.sum(jnp.tanh(x @ w) ** 2))(w)
+            s = jax.ShapeDtypeStruct
+            return {"step": (jax.jit(step, donate_argnums=(0,)),
+                             (s((n, n), jnp.float32), s((64, n), jnp.float32)))}
+        """))
+    saved = tmp_path / "run"
+    assert run(["diff", str(model), "--save", str(saved), "--no-xla-unfused", "-q"]) == 0
+    capsys.readouterr()
+    assert run(["check", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert "cpu  (backend cpu)" in out
+    assert "alias  hloscope 262,144 B, XLA 262,144 B (1.0000)" in out
+    assert "1 of 1 checked agree within 1%" in out
