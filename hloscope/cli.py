@@ -456,6 +456,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
         fail(str(e))
     except HloParseError as e:
         fail_parse(e)
+    _warn_departures(rep, " ".join(paths), save_dir)
     if save_dir:
         written = pipeline.save_programs(save_dir, programs, rep)
         if not quiet:
@@ -468,6 +469,25 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
     else:
         from hloscope.present.terminal import render_diff
         click.echo(render_diff(rep, top), nl=False)
+
+
+def _warn_departures(rep: "Report", model: str, save_dir: Optional[str]) -> None:
+    """A warning on stderr for each target where the model's fused temp, alias or total is
+    more than 1% off XLA's memory_analysis() (TPU apart: XLA:TPU counts compiler scratch the
+    text does not show), with the command that shows where."""
+    from hloscope.analysis.agreement import departures, xla_figures
+    for t in rep.targets:
+        x = t.memory.xla
+        if x is None or t.backend.startswith("tpu"):
+            continue
+        f = t.memory.fused
+        off = departures(xla_figures(f.temp_packed_bytes, f.alias_bytes, f.total_bytes, x), 0.01)
+        if off:
+            where = save_dir or "DIR"
+            click.echo(f"hloscope: warning: on {t.target} the memory model departs from XLA: "
+                       f"{'; '.join(off)}; `hloscope check {where} --details` shows where"
+                       + ("" if save_dir else f" (after `hloscope diff {model} --save DIR`)"),
+                       err=True)
 
 
 @main.command()

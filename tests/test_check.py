@@ -70,3 +70,34 @@ def test_a_saved_run_is_checked_against_memory_analysis(tmp_path, capsys) -> Non
     assert "cpu  (backend cpu)" in out
     assert "alias  hloscope 262,144 B, XLA 262,144 B (1.0000)" in out
     assert "1 of 1 checked agree within 1%" in out
+
+
+def _saved_run(where, xla: dict) -> str:
+    """A directory as `diff --save` writes one target's: the donated BERT layer step's texts
+    and the XLA figures given."""
+    import json
+    import shutil
+    from hloscope.pipeline import SAVED_TARGET
+    d = where / "cpu"
+    d.mkdir(parents=True)
+    for part in ("pre", "post"):
+        shutil.copy(fixture_path("cpu", f"bert_layer_train_step_donated.{part}.hlo"),
+                    d / f"{part}.hlo")
+    (d / SAVED_TARGET).write_text(json.dumps({"target": "cpu", "backend": "cpu", "xla": xla}))
+    return str(d)
+
+
+def test_diff_warns_where_the_model_departs_from_xla(tmp_path, capsys) -> None:
+    import json
+    with open(fixture_path("cpu", "bert_layer_train_step_donated.memory.json")) as f:
+        xla = json.load(f)
+    assert run(["diff", _saved_run(tmp_path / "exact", xla), "--top", "1"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    off = _saved_run(tmp_path / "off", dict(xla, temp_size_in_bytes=2 * xla["temp_size_in_bytes"]))
+    assert run(["diff", off, "--top", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "hloscope: warning: on cpu the memory model departs from XLA: temp is 0.5000x " \
+        "XLA's; total is" in err
+    assert "`hloscope check DIR --details` shows where" in err
+    assert run(["check", off]) == 1
+    capsys.readouterr()

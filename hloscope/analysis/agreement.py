@@ -49,6 +49,29 @@ class Agreement:
         return all(f.within(tolerance) for f in self.figures)
 
 
+def xla_figures(temp: int, alias: int, total: int, xla: Mapping[str, int]
+                ) -> tuple[Figure, ...]:
+    """The model's temp, alias and total beside XLA's memory_analysis() (those XLA gives)."""
+    if "temp_size_in_bytes" not in xla:
+        return ()
+    out = [Figure("temp", temp, int(xla["temp_size_in_bytes"]))]
+    if "alias_size_in_bytes" in xla:
+        out.append(Figure("alias", alias, int(xla["alias_size_in_bytes"])))
+    if {"argument_size_in_bytes", "output_size_in_bytes"} <= set(xla):
+        out.append(Figure("total", total, int(xla["argument_size_in_bytes"])
+                          + int(xla["output_size_in_bytes"])
+                          - int(xla.get("alias_size_in_bytes", 0))
+                          + int(xla["temp_size_in_bytes"])))
+    return tuple(out)
+
+
+def departures(figures: tuple[Figure, ...], tolerance: float) -> list[str]:
+    """The figures outside the tolerance, in words."""
+    return [f"{f.name} is {f.ratio:.4f}x XLA's" if f.ratio is not None else
+            f"{f.name} is {f.ours:,} B where XLA has none"
+            for f in figures if not f.within(tolerance)]
+
+
 def agreement(module: Module, xla: Mapping[str, int], backend: Optional[str] = None,
               allocations: Optional[tuple[DumpAllocation, ...]] = None,
               label: str = "") -> Agreement:
@@ -64,13 +87,7 @@ def agreement(module: Module, xla: Mapping[str, int], backend: Optional[str] = N
                      "does not show; check an --xla_dump_to directory, whose buffer assignment "
                      "does not")
     elif "temp_size_in_bytes" in xla:
-        figures.append(Figure("temp", f.temp_packed_bytes, int(xla["temp_size_in_bytes"])))
-        if "alias_size_in_bytes" in xla:
-            figures.append(Figure("alias", f.alias_bytes, int(xla["alias_size_in_bytes"])))
-        if {"argument_size_in_bytes", "output_size_in_bytes"} <= set(xla):
-            total = (int(xla["argument_size_in_bytes"]) + int(xla["output_size_in_bytes"])
-                     - int(xla.get("alias_size_in_bytes", 0)) + int(xla["temp_size_in_bytes"]))
-            figures.append(Figure("total", f.total_bytes, total))
+        figures += xla_figures(f.temp_packed_bytes, f.alias_bytes, f.total_bytes, xla)
     else:
         unchecked = "XLA gave no figures for this module"
     return Agreement(label or module.name, f.backend, tuple(figures), comparison, unchecked)

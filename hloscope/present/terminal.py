@@ -397,10 +397,8 @@ def render_check(agreements: Sequence["Agreement"], tolerance: float, source: st
                 agreeing += 1
                 lines.append(f"  agrees within {pct}")
             else:
-                off = [f"{f.name} is {f.ratio:.4f}x XLA's" if f.ratio is not None else
-                       f"{f.name} is {f.ours:,} B where XLA has none"
-                       for f in a.figures if not f.within(tolerance)]
-                lines.append("  DIFFERS: " + "; ".join(off))
+                from hloscope.analysis.agreement import departures
+                lines.append("  DIFFERS: " + "; ".join(departures(a.figures, tolerance)))
         if a.comparison is not None:
             lines += ["  " + line for line in comparison_lines(a.comparison, details)]
     lines += ["", f"{agreeing} of {checked} checked agree within {pct}"]
