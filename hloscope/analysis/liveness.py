@@ -720,7 +720,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # (BufferAssigner's AssignSingleHloBuffer). They are made largest first, ties in post
     # order, so that is smallest first and, among equal sizes, the latest in post order first
     # (measured on the bf16 step's dump, where the first-made-first order was 20% off).
-    post = _post_order_positions(module)
+    roles = computation_roles(module)
+    post = _post_order_positions(module, roles)
 
     def created(s: _Slot) -> int:
         return min(post.get((m.computation, m.instruction), 0) for m in s.members)
@@ -892,7 +893,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                                *keys.get(s.id, ((), ())))
                       for s in heap_slots], be.alignment, be.heap_orders, lower_bound=peak)
     heap = placement.heap_size
-    thread_local = _thread_local_sizes(module, be)
+    thread_local = _thread_local_sizes(module, be, roles)
     if be.table_alignment:
         # Measured on libtpu dumps: each table after the heap, smallest first, every
         # table_alignment bytes.
@@ -1067,7 +1068,8 @@ def _placement(slot: "_Slot") -> str:
     return "temp-in-donated" if slot.aliased else "temp-in-output"
 
 
-def _post_order_positions(module: Module) -> dict[tuple[str, str], int]:
+def _post_order_positions(module: Module, roles: dict[str, str]
+                          ) -> dict[tuple[str, str], int]:
     """Position of each instruction in the order BufferAssigner sorts buffers by
     (AssignBuffersForComputations): the computations in reverse post order of the call graph
     (the entry first, a while's body before its condition), each in its own post order."""
@@ -1097,7 +1099,6 @@ def _post_order_positions(module: Module) -> dict[tuple[str, str], int]:
             visit(comp.name)
     out: dict[tuple[str, str], int] = {}
     # Only the computations that are program steps hold buffers (not fused ones, not reducers).
-    roles = computation_roles(module)
     for name in reversed(order):
         if roles.get(name) in ("fused", "applied"):
             continue
@@ -1107,11 +1108,11 @@ def _post_order_positions(module: Module) -> dict[tuple[str, str], int]:
     return out
 
 
-def _thread_local_sizes(module: Module, be: Backend) -> list[int]:
+def _thread_local_sizes(module: Module, be: Backend, roles: dict[str, str]) -> list[int]:
     """One allocation per instruction of each computation an op applies to elements (a
     reduce's or sort's ``to_apply``, also inside fusions): XLA's thread-local class, counted
-    apart from temp (measured: the dumps list exactly these)."""
-    roles = computation_roles(module)
+    apart from temp (measured: the dumps list exactly these). ``roles``:
+    summary.computation_roles(module)."""
     return [(i.shape.padded_bytes if be.padded_sizes else i.shape.logical_bytes)
             for c in module.computations if roles[c.name] == "applied"
             # constants have allocations of their own; a tuple owns its table here too
