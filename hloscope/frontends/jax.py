@@ -295,7 +295,6 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
                                                else ""))
     pre = lowered.as_text(dialect="hlo", debug_info=True)
     if pre_args is not None and not kind:
-        nums = donate_argnums(donate, len(args)) if donate is not None else ()
         alone = jax.jit(fn, in_shardings=SingleDeviceSharding(found[0]),
                         static_argnums=static_argnums, donate_argnums=nums)
         pre = alone.lower(*jax.tree.map(spec, pre_args)).as_text(dialect="hlo",
