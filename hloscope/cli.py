@@ -670,21 +670,25 @@ def report(directory: str, output: str, top: int) -> None:
 def check(directory: str, module_name: Optional[str], backend: Optional[str],
           tolerance: float, details: bool) -> None:
     """hloscope's memory model against XLA's own answer. DIRECTORY is one written by `diff
-    --save` (each target's module against XLA's memory_analysis(): temp, alias, total) or an
+    --save` (each target's module against XLA's buffer assignment of that compile, value by
+    value, where the run kept it; else against memory_analysis(): temp, alias, total) or an
     --xla_dump_to directory (each module against XLA's buffer assignment, value by value).
     Exits 1 where the model departs from XLA by more than the tolerance."""
     from hloscope import pipeline
     from hloscope.analysis.agreement import Agreement, agreement
-    from hloscope.analysis.xla_dump import (dump_modules, figures_from_buffer_assignment,
-                                            read_buffer_assignment)
     from hloscope.present.terminal import render_check
+    from hloscope.xla.dump import dump_modules, read_buffer_assignment
     found: list[Agreement] = []
     try:
         saved = pipeline.saved_programs(directory)
         if saved is not None:
             for p in saved[0]:
+                # XLA's own assignment where the run kept it (every compile since it was
+                # captured), else its memory_analysis() figures.
+                x = pipeline.assignment_of(p)
                 found.append(agreement(pipeline.read_module(p.post, p.post_source),
-                                       p.xla, backend or p.backend, label=p.target))
+                                       p.xla, backend or p.backend,
+                                       x.allocations if x is not None else None, p.target))
         else:
             mods = [m for m in dump_modules(directory) if m.after and m.buffer_assignment
                     and (module_name is None or module_name in (
@@ -700,8 +704,7 @@ def check(directory: str, module_name: Optional[str], backend: Optional[str],
                 name = os.path.basename(m.after)
                 guess = backend or ("gpu" if "_gpu_after_optimizations" in name else
                                     "cpu" if "cpu_after_optimizations" in name else None)
-                found.append(agreement(load_module(m.after), figures_from_buffer_assignment(
-                    allocations), guess, allocations, m.label))
+                found.append(agreement(load_module(m.after), {}, guess, allocations, m.label))
     except HloParseError as e:
         fail_parse(e)
     except pipeline.DirectoryError as e:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from hloscope.analysis import helper
-from hloscope.analysis.diff import Measured, Report, TargetReport, measure, report, \
-    target_report
+from hloscope.analysis.diff import Measured, Report, TargetReport, XlaAssignment, measure, \
+    report, target_report
 from hloscope.analysis.liveness import Analysis
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Module
@@ -45,6 +45,9 @@ class Program:
     parallel: Optional[dict[str, Any]] = None
     # What the frontend was asked to donate, in words (frontends.jax.Lowered.donation).
     donation: str = ""
+    # XLA's own buffer assignment of each compile (hloscope.xla.captured), where captured.
+    assignment: dict[str, str] = field(default_factory=dict, repr=False)
+    assignment_unfused: dict[str, str] = field(default_factory=dict, repr=False)
     # The texts' parse and analyses, started while XLA compiled (lowered in this process).
     ahead: Optional["Ahead"] = field(default=None, compare=False, repr=False)
 
@@ -163,10 +166,20 @@ def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) 
         return target_report(pre, post, program.target, program.backend, program.xla or None,
                              program.xla_unfused or None, program.framework, top,
                              program.parallel, measured, aid.result if aid else None,
-                             program.donation)
+                             program.donation, assignment_of(program))
     finally:
         if aid is not None:
             aid.close()  # a no-op once it has answered
+
+
+def assignment_of(program: Program) -> Optional[XlaAssignment]:
+    """XLA's own buffer assignment of the program's compile, read, if it was captured."""
+    if not program.assignment:
+        return None
+    from hloscope.xla.captured import heap_trace_count, read_captured, source_of
+    return XlaAssignment(source_of(program.assignment), read_captured(program.assignment),
+                         program.xla.get("peak_memory_in_bytes"),
+                         heap_trace_count(program.assignment))
 
 
 def _sources(model: str, target: str) -> tuple[str, str]:
@@ -178,7 +191,9 @@ def _program(lowered: Any, model: str, backend: Optional[str],
     return Program(lowered.target, lowered.pre, lowered.post, *_sources(model, lowered.target),
                    backend, lowered.framework,
                    dict(lowered.memory), dict(lowered.memory_unfused), lowered.post_unfused,
-                   lowered.parallel, donation=getattr(lowered, "donation", ""), ahead=ahead)
+                   lowered.parallel, donation=getattr(lowered, "donation", ""), ahead=ahead,
+                   assignment=dict(getattr(lowered, "assignment", {})),
+                   assignment_unfused=dict(getattr(lowered, "assignment_unfused", {})))
 
 
 def _lower_here(entry: Any, target: Any, model: str, dtype: Optional[str],
@@ -294,8 +309,8 @@ def dump_program(directory: str, module: Optional[str] = None,
     """The module of an ``--xla_dump_to`` directory with both a before- and an
     after-optimization file: the largest by default, else the one whose name or number is
     ``module``. XLA's figures come from its buffer-assignment file when it was dumped."""
-    from hloscope.analysis.xla_dump import (dump_modules, figures_from_buffer_assignment,
-                                            read_buffer_assignment)
+    from hloscope.xla.assignment import figures_from_buffer_assignment
+    from hloscope.xla.dump import dump_modules, read_buffer_assignment
     mods = dump_modules(directory)
     pairs = [m for m in mods if m.before and m.after]
     if not pairs:
@@ -313,10 +328,11 @@ def dump_program(directory: str, module: Optional[str] = None,
     else:
         m = max(pairs, key=lambda m: (os.path.getsize(m.after or ""), m.number))
     assert m.before and m.after
-    xla = {}
+    xla: dict[str, int] = {}
+    assignment = {}
     if m.buffer_assignment:
-        xla = figures_from_buffer_assignment(read_buffer_assignment(
-            read_text(m.buffer_assignment)))
+        assignment = {"dump": read_text(m.buffer_assignment)}
+        xla = figures_from_buffer_assignment(read_buffer_assignment(assignment["dump"]))
     if backend is None:
         # XLA names a dump's files after the compiler: "...sm_9.0a_gpu_after_optimizations",
         # "...cpu_after_optimizations"; otherwise the module text tells (detect_backend).
@@ -324,13 +340,14 @@ def dump_program(directory: str, module: Optional[str] = None,
         backend = "gpu" if "_gpu_after_optimizations" in base else \
             "cpu" if "cpu_after_optimizations" in base else None
     return Program(m.name, read_text(m.before), read_text(m.after), m.before, m.after,
-                   backend, xla=xla)
+                   backend, xla=xla, assignment=assignment)
 
 
 def save_programs(directory: str, programs: Sequence[Program], rep: Report) -> list[str]:
     """Write each target's pre/post HLO and XLA's figures under DIR/<target>/, and the report
     as DIR/report.json. Returns the paths written."""
     from hloscope.present.json import render
+    from hloscope.xla.captured import save_captured
     written = []
     os.makedirs(directory, exist_ok=True)
     for p in programs:
@@ -348,6 +365,8 @@ def save_programs(directory: str, programs: Sequence[Program], rep: Report) -> l
             with open(path, "w") as f:
                 f.write(text)
             written.append(path)
+        written += save_captured(d, p.assignment) + save_captured(d, p.assignment_unfused,
+                                                                   unfused=True)
     path = os.path.join(directory, SAVED_REPORT)
     with open(path, "w") as f:
         f.write(render(rep))
@@ -358,6 +377,8 @@ def save_programs(directory: str, programs: Sequence[Program], rep: Report) -> l
 def saved_programs(directory: str) -> Optional[tuple[list[Program], dict[str, Any]]]:
     """The programs of a directory that ``--save`` wrote (or one of its target folders), and
     the saved report's header; None if the directory is not one."""
+    from hloscope.xla.captured import load_captured
+
     def one(d: str) -> Optional[Program]:
         meta_path = os.path.join(d, SAVED_TARGET)
         if not os.path.exists(meta_path):
@@ -368,7 +389,8 @@ def saved_programs(directory: str) -> Optional[tuple[list[Program], dict[str, An
         return Program(meta["target"], read_text(pre), read_text(post), pre, post,
                        meta.get("backend"), meta.get("framework", ""), meta.get("xla") or {},
                        meta.get("xla_unfused") or {}, parallel=meta.get("parallel"),
-                       donation=meta.get("donation", ""))
+                       donation=meta.get("donation", ""), assignment=load_captured(d),
+                       assignment_unfused=load_captured(d, unfused=True))
 
     single = one(directory)
     if single is not None:

@@ -20,8 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from hloscope.analysis.liveness import analyze  # noqa: E402
-from hloscope.analysis.xla_dump import (compare_assignment, dump_modules,  # noqa: E402
-                                        read_buffer_assignment)
+from hloscope.analysis.agreement import compare_assignment  # noqa: E402
+from hloscope.xla.dump import dump_modules, read_buffer_assignment  # noqa: E402
 from hloscope.hlo.parser import parse_file  # noqa: E402
 from hloscope.present.terminal import comparison_lines  # noqa: E402
 

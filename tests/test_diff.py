@@ -139,8 +139,8 @@ def test_directory_without_a_module_pair(capsys, tmp_path) -> None:
 
 @pytest.mark.parametrize("name", sorted(os.listdir(fixture_path("dumps"))))
 def test_buffer_assignment_figures_equal_memory_analysis_on_cpu_and_gpu(name) -> None:
-    from hloscope.analysis.xla_dump import (dump_modules, figures_from_buffer_assignment,
-                                            read_buffer_assignment)
+    from hloscope.xla.assignment import figures_from_buffer_assignment
+    from hloscope.xla.dump import dump_modules, read_buffer_assignment
     d = fixture_path("dumps", name)
     (m,) = dump_modules(d)
     with open(m.buffer_assignment) as f:
@@ -161,9 +161,20 @@ def test_save_then_diff_the_saved_directory(capsys, tmp_path) -> None:
     first = diff_json(capsys, BERT, "--set", "seq=32", "--save", saved)
     assert sorted(os.listdir(saved)) == ["cpu", "report.json"]
     assert sorted(os.listdir(os.path.join(saved, "cpu"))) == \
-        ["post.hlo", "post.nofusion.hlo", "pre.hlo", "target.json"]
+        ["post.hlo", "post.nofusion.hlo", "pre.hlo", "target.json", "xla-assignment.nofusion.pb",
+         "xla-assignment.pb", "xla-module.nofusion.pb", "xla-module.pb"]
     with open(os.path.join(saved, "report.json")) as f:
         assert json.load(f) == first
+    # XLA's own assignment came with the compile and the model agrees with it value by value.
+    t = first["targets"][0]
+    assert t["xla_assignment"]["source"].startswith("XLA's BufferAssignmentProto")
+    kinds = {a["kind"] for a in t["xla_assignment"]["allocations"]}
+    assert {"parameter", "output", "temp"} <= kinds
+    agree = t["agreement"]
+    assert [f["name"] for f in agree["figures"]] == ["temp", "alias", "total"]
+    assert all(f["ours"] == f["xla"] for f in agree["figures"])
+    assert agree["comparison"]["class_mismatches"] == [] and \
+        agree["comparison"]["xla_only"] == [] and agree["comparison"]["ours_only"] == []
 
     def same(r: dict) -> dict:  # where the module text was read from differs, nothing else
         return {**r, "targets": [{**t, "source": ""} for t in r["targets"]]}
@@ -349,7 +360,16 @@ def test_tpu_targets_side_by_side(capsys) -> None:
     # Same program: the pre-optimization modules agree across targets.
     assert cpu["pre"]["instructions"] == tpu["pre"]["instructions"]
     assert 0.9 < tpu["ratios"]["fused_vs_xla_temp"] <= 1.0
-    assert "compiler scratch" in tpu["notes"][0] and cpu["notes"] == []
+    assert tpu["notes"] == [] and cpu["notes"] == []
+    # XLA:TPU's own assignment (from the compile's dump) holds the HLO's buffers; the rest of
+    # memory_analysis()'s temp is compiler scratch, its own row.
+    agree = tpu["agreement"]
+    assert tpu["xla_assignment"]["source"].endswith("(--xla_dump_to)")
+    own_temp = sum(a["size"] for a in tpu["xla_assignment"]["allocations"]
+                   if a["kind"] == "temp" and a["color"] == 0)
+    assert agree["scratch"] == tpu["memory"]["xla"]["temp_size_in_bytes"] - own_temp > 0
+    temp = next(f for f in agree["figures"] if f["name"] == "temp")
+    assert temp["xla"] == own_temp and abs(temp["ours"] / own_temp - 1) <= 0.02
 
 
 @needs_gpu

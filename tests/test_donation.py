@@ -13,8 +13,8 @@ import pytest
 import hloscope
 from conftest import FIXTURES, ROOT, fixture_path, needs_jax
 from hloscope.analysis.liveness import PARAMETER, analyze, in_place_pairs
-from hloscope.analysis.xla_dump import (figures_from_buffer_assignment,
-                                        read_buffer_assignment)
+from hloscope.xla.assignment import figures_from_buffer_assignment
+from hloscope.xla.dump import read_buffer_assignment
 from hloscope.cli import run as cli_main
 
 # One donated weight w (4 KiB): w is read by the product (step 1) and written back by the

@@ -13,7 +13,7 @@ import pytest
 import hloscope
 from hloscope.analysis.backends import EAGER
 from hloscope.analysis.liveness import OUTPUT, PARAMETER, TEMP, analyze
-from hloscope.analysis.xla_dump import read_buffer_assignment
+from hloscope.xla.dump import read_buffer_assignment
 
 from conftest import FIXTURES, fixture_path
 
@@ -337,7 +337,7 @@ def test_compare_assignment_with_the_dump() -> None:
     import subprocess
     import sys
 
-    from hloscope.analysis.xla_dump import Sharing, compare_assignment
+    from hloscope.analysis.agreement import Sharing, compare_assignment
 
     def compared(name: str):  # type: ignore[no-untyped-def]
         d = fixture_path("dumps", name)

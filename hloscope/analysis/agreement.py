@@ -1,17 +1,101 @@
 """hloscope's memory model held against XLA's own answer for one compiled module: the figures
 XLA reports (``memory_analysis()``: temp, alias and their total) and, where XLA's buffer
 assignment is at hand (an ``--xla_dump_to`` directory's ``*buffer-assignment.txt``), the same
-value by value (``xla_dump.compare_assignment``). ``hloscope check`` prints these and exits 1
+value by value (``compare_assignment``). ``hloscope check`` prints these and exits 1
 where the model departs by more than its tolerance. Plain data in, plain data out."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Mapping, Optional, cast
 
-from hloscope.analysis.liveness import analyze
-from hloscope.analysis.xla_dump import Comparison, DumpAllocation, compare_assignment
+from hloscope.analysis.liveness import Analysis, analyze
 from hloscope.hlo.ir import Module
+from hloscope.xla.assignment import XlaAllocation, figures_from_buffer_assignment
+
+
+# --- hloscope's assignment against XLA's, value by value -------------------------------------
+
+Key = tuple[str, tuple[int, ...]]  # (instruction, shape index): a value in both lists
+
+
+@dataclass(frozen=True, slots=True)
+class ClassMismatch:
+    value: Key
+    ours: str  # hloscope's buffer class
+    xla: str  # XLA's allocation kind
+
+
+@dataclass(frozen=True, slots=True)
+class Sharing:
+    """A value stored where its operand was, the operand dying at it: ``via`` is the operand
+    as the consumer names it (the value itself, a bitcast of it, a tuple element)."""
+
+    operand: Key
+    consumer: Key
+    via: str
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    temp_ours: int  # hloscope's packed temp
+    temp_xla: int  # XLA's device-memory temp allocations
+    class_mismatches: tuple[ClassMismatch, ...]
+    xla_only: tuple[Sharing, ...]  # sharing XLA does and hloscope does not
+    ours_only: tuple[Sharing, ...]
+
+
+def compare_assignment(analysis: Analysis,
+                       allocations: tuple[XlaAllocation, ...]) -> Comparison:
+    """Where hloscope's buffer assignment (``analysis``, of the dump's own optimized module)
+    and XLA's differ: values in another class, and operand buffers one side lets a consumer
+    take over and the other does not. The sharing lists are what to read first when the
+    totals disagree."""
+    where_xla: dict[Key, tuple[int, int]] = {}
+    kind_xla: dict[Key, str] = {}
+    for a in allocations:
+        for dv in a.values:
+            where_xla[(dv.instruction, dv.index)] = (a.index, dv.offset)
+            kind_xla[(dv.instruction, dv.index)] = a.kind
+    where_ours: dict[Key, tuple[int, int]] = {}
+    cls_ours: dict[Key, str] = {}
+    for b in analysis.buffers:
+        for vid in b.values:
+            v = analysis.values[vid]
+            where_ours[(v.instruction, v.index)] = (b.id, 0)
+            cls_ours[(v.instruction, v.index)] = b.cls
+    mismatches = tuple(ClassMismatch(k, cls_ours[k], kind_xla[k]) for k in sorted(cls_ours)
+                       if k in kind_xla and kind_xla[k] in ("parameter", "output", "temp")
+                       and cls_ours[k] != kind_xla[k])
+    instr = {(c, i.name): i for c, i in analysis.schedule}
+    by_key = {(v.instruction, v.index): v for v in analysis.values}
+    candidates: list[Sharing] = []
+    for v in analysis.values:
+        user = instr.get((v.computation, v.instruction))
+        if user is None or v.is_table:
+            continue
+        for op in dict.fromkeys(user.operands):
+            name, index = op, cast(tuple[int, ...], ())
+            while (src := instr.get((v.computation, name))) is not None and \
+                    src.opcode == "bitcast" and src.operands:
+                name = src.operands[0]
+            src = instr.get((v.computation, name))
+            if src is not None and src.opcode == "get-tuple-element" and src.operands:
+                name, index = src.operands[0], (src.tuple_index or 0,)
+            u = by_key.get((name, index))
+            if u is not None and u.id != v.id and u.end == v.start:
+                candidates.append(Sharing((u.instruction, u.index), (v.instruction, v.index),
+                                          op))
+
+    def shared(where: dict[Key, tuple[int, int]], s: Sharing) -> bool:
+        a, b = where.get(s.operand), where.get(s.consumer)
+        return a is not None and a == b
+
+    temp_xla = sum(a.size for a in allocations if a.kind == "temp" and a.color == 0)
+    return Comparison(
+        analysis.figures.temp_packed_bytes, temp_xla, mismatches,
+        tuple(s for s in candidates if shared(where_xla, s) and not shared(where_ours, s)),
+        tuple(s for s in candidates if shared(where_ours, s) and not shared(where_xla, s)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +128,9 @@ class Agreement:
     figures: tuple[Figure, ...]
     comparison: Optional[Comparison] = None
     unchecked: str = ""
+    # tpu: memory_analysis()'s temp less the temp allocations of XLA's own assignment, the
+    # compiler scratch no HLO value stands for.
+    scratch: Optional[int] = None
 
     def agrees(self, tolerance: float) -> bool:
         return all(f.within(tolerance) for f in self.figures)
@@ -73,21 +160,33 @@ def departures(figures: tuple[Figure, ...], tolerance: float) -> list[str]:
 
 
 def agreement(module: Module, xla: Mapping[str, int], backend: Optional[str] = None,
-              allocations: Optional[tuple[DumpAllocation, ...]] = None,
+              allocations: Optional[tuple[XlaAllocation, ...]] = None,
               label: str = "") -> Agreement:
-    """The model's fused figures of ``module`` against XLA's ``xla`` (memory_analysis() keys,
-    or the figures of ``allocations``, XLA's buffer assignment of the same module)."""
-    a = analyze(module, backend)
+    """The model's fused figures of ``module`` against XLA's ``xla`` (memory_analysis() keys)
+    and ``allocations`` (XLA's buffer assignment of the same module), where given."""
+    return agreement_of(analyze(module, backend), xla, allocations, label or module.name)
+
+
+def agreement_of(a: Analysis, xla: Mapping[str, int],
+                 allocations: Optional[tuple[XlaAllocation, ...]] = None,
+                 label: str = "") -> Agreement:
+    """``agreement`` for an analysis done already. With XLA's assignment, the figures are
+    held against its allocations (equal to memory_analysis() on cpu and gpu; on tpu
+    memory_analysis() adds compiler scratch, returned as ``scratch``); without it, against
+    memory_analysis(), except on tpu, where that would count the scratch against the model."""
     f = a.figures
-    comparison = compare_assignment(a, allocations) if allocations is not None else None
-    unchecked = ""
-    figures: list[Figure] = []
-    if f.backend.startswith("tpu") and allocations is None:
-        unchecked = ("XLA:TPU's memory_analysis() also counts compiler scratch the module text "
-                     "does not show; check an --xla_dump_to directory, whose buffer assignment "
-                     "does not")
-    elif "temp_size_in_bytes" in xla:
-        figures += xla_figures(f.temp_packed_bytes, f.alias_bytes, f.total_bytes, xla)
-    else:
-        unchecked = "XLA gave no figures for this module"
-    return Agreement(label or module.name, f.backend, tuple(figures), comparison, unchecked)
+    ours = (f.temp_packed_bytes, f.alias_bytes, f.total_bytes)
+    if allocations:
+        own = figures_from_buffer_assignment(allocations)
+        scratch = None
+        if f.backend.startswith("tpu") and "temp_size_in_bytes" in xla:
+            scratch = int(xla["temp_size_in_bytes"]) - own["temp_size_in_bytes"]
+        return Agreement(label, f.backend, xla_figures(*ours, own),
+                         compare_assignment(a, allocations), scratch=scratch)
+    if f.backend.startswith("tpu"):
+        return Agreement(label, f.backend, (), unchecked=(
+            "XLA:TPU's memory_analysis() also counts compiler scratch the module text does "
+            "not show; check an --xla_dump_to directory, whose buffer assignment does not"))
+    if "temp_size_in_bytes" not in xla:
+        return Agreement(label, f.backend, (), unchecked="XLA gave no figures for this module")
+    return Agreement(label, f.backend, xla_figures(*ours, xla))

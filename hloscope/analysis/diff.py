@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
 from hloscope.analysis.activations import SavedGroup
+from hloscope.analysis.agreement import Agreement, agreement_of
 from hloscope.analysis.fusion import FusionCluster, FusionReport, fusion_report
 from hloscope.analysis.liveness import Analysis, LiveValue, MemoryFigures, Timeline
 from hloscope.analysis.memory import MemoryReport, UnfusedPart, memory_report
 from hloscope.analysis.summary import CollectiveCount, collectives, summarize
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Module
+from hloscope.xla.assignment import XlaAllocation
 
 XLA_KEYS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
             "temp_size_in_bytes")
@@ -147,6 +149,18 @@ class SavedSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class XlaAssignment:
+    """XLA's own buffer assignment of the compile: where it came from (its proto or its
+    dump), its allocations with the values in each, and memory_analysis()'s
+    ``peak_memory_in_bytes`` where XLA gave it."""
+
+    source: str
+    allocations: tuple[XlaAllocation, ...]
+    peak_bytes: Optional[int] = None
+    heap_traces: int = 0  # heap-simulator traces the proto records (XLA writes few or none)
+
+
+@dataclass(frozen=True, slots=True)
 class TargetReport:
     target: str
     backend: str
@@ -169,6 +183,9 @@ class TargetReport:
     collectives: tuple[CollectiveCount, ...] = ()  # all-reduce and friends, by bytes
     saved: Optional[SavedSummary] = None  # a training step's activations kept for backward
     donation: Optional[Donation] = None
+    xla_assignment: Optional[XlaAssignment] = None
+    # The fused model held against XLA (its assignment where captured, else its figures).
+    agreement: Optional[Agreement] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,10 +266,13 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
                   parallel: Optional[Mapping[str, Any]] = None,
                   measured: Optional[Measured] = None,
                   unfused_of: Optional[Callable[[], Optional[UnfusedPart]]] = None,
-                  donation: str = "") -> TargetReport:
+                  donation: str = "",
+                  assignment: Optional[XlaAssignment] = None) -> TargetReport:
     """Everything ``hloscope diff`` shows for one target, from the two modules and XLA's
     figures (either may be absent: an HLO file pair has none); ``measured``, when given, is
-    ``measure(pre, post, backend)`` done already (else ``unfused_of`` goes to measure)."""
+    ``measure(pre, post, backend)`` done already (else ``unfused_of`` goes to measure).
+    ``assignment``: XLA's own buffer assignment of the compile, the model held against it
+    value by value (``agreement``)."""
     m = measured if measured is not None else measure(pre, post, backend,
                                                       unfused_of=unfused_of)
     mem = m.memory
@@ -268,9 +288,14 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
         notes.append("tpu-v4 and later place buffers in on-chip memory (memory-space "
                      "assignment), which hloscope does not model: compare XLA's rows; the "
                      "unfused and saved figures here are not comparable to them")
-    elif mem.backend == "tpu":
+    agree = None
+    if mem._fused is not None and (x is not None or assignment is not None):
+        agree = agreement_of(mem._fused, x or {}, assignment.allocations if assignment
+                             else None, target)
+    if mem.backend == "tpu" and (agree is None or agree.scratch is None):
         notes.append("XLA:TPU's memory_analysis() also counts compiler scratch, which the "
-                     "module text does not show: fused temp comes out a few percent below it")
+                     "module text does not show; XLA's own assignment (captured on every "
+                     "compile hloscope makes) separates it")
     par = ParallelInfo(**parallel) if parallel else None
     if par is not None and par.mode == "per-device":
         notes.append(f"XLA did not partition the {par.devices}-device program here "
@@ -297,7 +322,8 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
         if mem.saved is not None else None,
         donation=Donation(donation, tuple(sorted({a.parameter_number
                                                   for a in post.input_output_alias})),
-                          mem.fused.alias_bytes))
+                          mem.fused.alias_bytes),
+        xla_assignment=assignment, agreement=agree)
 
 
 def report(targets: tuple[TargetReport, ...], model: str, entry: str = "",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from hloscope.analysis.activations import SavedActivations, saved_for_backward
@@ -63,6 +63,8 @@ class MemoryReport:
     saved: Optional[SavedActivations] = None  # a training step's, in the fused program
     # XLA rewrites taken back before the unfused estimate (split-K, merged dots; gpu)
     unfused_undone: int = 0
+    # The fused analysis itself, for holding it against XLA's own assignment (not presented).
+    _fused: Optional[Analysis] = field(default=None, compare=False, repr=False)
 
 
 def unfused_analysis(module: Module, backend: Backend) -> tuple[Analysis, Unfused, str]:
@@ -165,4 +167,4 @@ def memory_report(module: Module, backend: Optional[str] = None,
     return MemoryReport("hloscope.memory/1", module.name, module.source, be.name,
                         fused_figures, part.figures, part.schedule, detail,
                         eager.figures if eager is not None else None, part.merged_duplicates,
-                        tuple(timelines), saved, part.undone)
+                        tuple(timelines), saved, part.undone, fused)

@@ -31,6 +31,10 @@ class Lowered:
     # What was asked to be donated, in words ("arguments 0, 1 (the entry's own jax.jit)",
     # "none", ...); what XLA made of it is the optimized module's input_output_alias.
     donation: str = ""
+    # XLA's own buffer assignment of each compile, as hloscope.xla.read_captured takes it:
+    # {"proto", "module"} (base64; cpu) or {"dump"} (the *-buffer-assignment.txt; gpu, tpu).
+    assignment: dict[str, str] = field(default_factory=dict)
+    assignment_unfused: dict[str, str] = field(default_factory=dict)
 
 
 class CompileError(RuntimeError):
@@ -302,17 +306,53 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
     if on_text is not None:
         on_text("pre", pre)
     try:
-        compiled = lowered.compile()
+        compiled, assignment = compile_with_assignment(lowered, t)
         post = compiled.as_text() or ""
         if on_text is not None:
             on_text("post", post)
-        unfused = lowered.compile(compiler_options={
-            "xla_disable_hlo_passes": t.no_fusion_passes}) if xla_unfused else None
+        unfused, assignment_unfused = compile_with_assignment(
+            lowered, t, {"xla_disable_hlo_passes": t.no_fusion_passes}) if xla_unfused \
+            else (None, {})
     except Exception as e:  # jaxlib's XlaRuntimeError and friends
         raise compile_error(e, t.name) from e
     return Lowered(pre, post, t.name, memory_stats(compiled),
                    unfused.as_text() if unfused is not None else None,
-                   memory_stats(unfused) if unfused is not None else {}, donation=how)
+                   memory_stats(unfused) if unfused is not None else {}, donation=how,
+                   assignment=assignment, assignment_unfused=assignment_unfused)
+
+
+def compile_with_assignment(lowered: Any, target: Target,
+                            options: Optional[dict[str, Any]] = None
+                            ) -> tuple[Any, dict[str, str]]:
+    """``lowered`` compiled (with ``options``), and XLA's own buffer assignment of that
+    compile as ``Lowered.assignment`` keeps it. XLA:CPU returns it as a proto; the deviceless
+    gpu and tpu compiles return an empty one, so they compile with ``xla_dump_to`` set to a
+    scratch directory (a per-compile option) and the dumped ``*-buffer-assignment.txt`` is
+    read back (benchmarks/assignment_cost.py: about 3% of the compile)."""
+    import base64
+    import glob
+    import tempfile
+    opts = dict(options or {})
+    if target.platform == "cpu":
+        compiled = lowered.compile(compiler_options=opts or None)
+        try:
+            proto = compiled.memory_analysis().serialized_buffer_assignment_proto
+            module = compiled.runtime_executable().hlo_modules()[0] \
+                .as_serialized_hlo_module_proto()
+        except Exception:  # a jaxlib without them: no assignment, the figures still stand
+            return compiled, {}
+        if not proto:
+            return compiled, {}
+        return compiled, {"proto": base64.b64encode(proto).decode(),
+                          "module": base64.b64encode(module).decode()}
+    with tempfile.TemporaryDirectory(prefix="hloscope-xla-dump-") as tmp:
+        opts.update(xla_dump_to=tmp, xla_dump_hlo_as_text=True)
+        compiled = lowered.compile(compiler_options=opts)
+        found = sorted(glob.glob(os.path.join(tmp, "*after_optimizations-buffer-assignment.txt")))
+        if not found:
+            return compiled, {}
+        with open(max(found, key=os.path.getsize)) as f:
+            return compiled, {"dump": f.read()}
 
 
 DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
@@ -336,6 +376,6 @@ def memory_stats(compiled: Any) -> dict[str, int]:
     if stats is None:
         return {}
     keys = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-            "temp_size_in_bytes", "generated_code_size_in_bytes")
+            "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes")
     return {k: int(getattr(stats, k)) for k in keys if hasattr(stats, k)}
 

@@ -63,6 +63,8 @@ MEMORY_HELP = {
     "temp": "a temporary in the packed temp allocation",
     "temp-in-output": "a temporary XLA keeps inside an output's allocation before the output "
                       "is written: live, but adding nothing to temp",
+    "scratch": "XLA:TPU's compiler scratch: memory_analysis()'s temp less the temp allocations "
+               "of XLA's own buffer assignment; no HLO value stands for it",
     "temp-in-donated": "a temporary XLA keeps inside a donated parameter's allocation after "
                        "the parameter's last read: live, but adding nothing to temp",
 }
@@ -82,14 +84,25 @@ def memory_rows(t: "TargetReport") -> list[tuple[str, ...]]:
                          human_bytes(r.alias_bytes), human_bytes(r.temp_peak_bytes),
                          human_bytes(r.temp_packed_bytes), human_bytes(r.total_bytes),
                          f"step {r.peak_step} {r.peak_instruction}"))
-    for label, x in (("XLA memory_analysis()", m.xla),
-                     ("XLA without fusion passes", m.xla_unfused)):
+    xla_rows: list[tuple[str, Optional[dict[str, int]]]] = [("XLA memory_analysis()", m.xla)]
+    a = t.agreement
+    if a is not None and a.scratch is not None and t.xla_assignment is not None:
+        # TPU: XLA's own assignment holds what the HLO does; memory_analysis() adds scratch.
+        from hloscope.xla.assignment import figures_from_buffer_assignment
+        xla_rows.append(("XLA's buffer assignment",
+                         figures_from_buffer_assignment(t.xla_assignment.allocations)))
+    xla_rows.append(("XLA without fusion passes", m.xla_unfused))
+    for label, x in xla_rows:
         if x is not None:
             rows.append((label, bytes_or_dash(x.get("argument_size_in_bytes")),
                          bytes_or_dash(x.get("output_size_in_bytes")),
                          bytes_or_dash(x.get("alias_size_in_bytes")), "-",
                          bytes_or_dash(x.get("temp_size_in_bytes")),
                          bytes_or_dash(xla_total(x)), "-"))
+        if label == "XLA's buffer assignment" and a is not None and a.scratch is not None:
+            rows.append(("compiler scratch (not in the HLO)", "-", "-", "-", "-",
+                         human_bytes(a.scratch) if a.scratch >= 0
+                         else "-" + human_bytes(-a.scratch), "-", "-"))
     return rows
 
 

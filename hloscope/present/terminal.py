@@ -12,7 +12,7 @@ from hloscope.analysis.summary import ModuleSummary
 if TYPE_CHECKING:
     from hloscope.analysis.activations import SavedActivations
     from hloscope.analysis.agreement import Agreement
-    from hloscope.analysis.xla_dump import Comparison, Sharing
+    from hloscope.analysis.agreement import Comparison, Sharing
     from hloscope.fit import FitResult, SweepResult
 from hloscope.present.format import (comparison_rows, human_bytes, memory_rows, ratio_text,
                                       table)
@@ -198,6 +198,37 @@ def donation_lines(t: TargetReport) -> list[str]:
             f"({human_bytes(d.alias_bytes)}, counted once in total)"]
 
 
+def agreement_lines(t: TargetReport) -> list[str]:
+    """The model against XLA's own answer for this compile, in one or two lines."""
+    a = t.agreement
+    if a is None:
+        return []
+    x = t.xla_assignment
+    against = (f"XLA's own assignment ({len(x.allocations)} allocations, "
+               f"{'proto' if 'Proto' in x.source else 'dump'})" if x is not None and
+               x.allocations else "XLA's memory_analysis()")
+    if a.unchecked:
+        return [f"  agreement: not checked ({a.unchecked})"]
+    figs = ", ".join(f"{f.name} {ratio_text(f.ratio)}" if f.xla else
+                     f"{f.name} {human_bytes(f.ours)} where XLA has 0 B" if f.ours else
+                     f"{f.name} 0 B both" for f in a.figures)
+    line = f"  agreement with {against}: {figs}"
+    c = a.comparison
+    if c is not None:
+        line += (f"; values in another class {len(c.class_mismatches)}, sharing only XLA does "
+                 f"{len(c.xla_only)}, only hloscope does {len(c.ours_only)}")
+    lines = [line]
+    if x is not None and x.peak_bytes:
+        total = next((f.xla for f in a.figures if f.name == "total"), None)
+        versus = "" if total is None else \
+            f", {'below' if x.peak_bytes < total else 'not below'} XLA's total of " \
+            f"{human_bytes(total)}"
+        whence = f" (XLA's figure; its buffer-assignment proto holds {x.heap_traces} " \
+            "heap-simulator traces)" if "Proto" in x.source else ""
+        lines.append(f"  XLA's peak_memory_in_bytes: {human_bytes(x.peak_bytes)}{versus}{whence}")
+    return lines
+
+
 def render_target(t: TargetReport, top: int = 10) -> list[str]:
     pre, post = t.pre, t.post
     kinds = ", ".join(f"{k} {n}" for k, n in post.fusions_by_kind.items())
@@ -218,6 +249,7 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
     if r.fused_vs_xla_temp is not None or r.unfused_vs_xla_unfused_temp is not None:
         lines.append(f"  temp packed / XLA's: fused {ratio_text(r.fused_vs_xla_temp)}, unfused "
                      f"{ratio_text(r.unfused_vs_xla_unfused_temp)} (1.000: the same byte count)")
+    lines += agreement_lines(t)
     for note in t.notes:
         lines.append(f"  note: {note}")
     e = t.eliminated
@@ -364,7 +396,7 @@ def sharing_line(s: "Sharing") -> str:
 
 
 def comparison_lines(c: "Comparison", details: bool = True) -> list[str]:
-    """hloscope's buffer assignment against XLA's, value by value (xla_dump.Comparison)."""
+    """hloscope's buffer assignment against XLA's, value by value (agreement.Comparison)."""
     lines = [f"values in another class: {len(c.class_mismatches)}"]
     if details:
         lines += [f"  {value_name(x.value)}: hloscope {x.ours}, XLA {x.xla}"
@@ -389,6 +421,9 @@ def render_check(agreements: Sequence["Agreement"], tolerance: float, source: st
         for f in a.figures:
             ratio = f"{f.ratio:.4f}" if f.ratio is not None else "-"
             lines.append(f"  {f.name:<6} hloscope {f.ours:,} B, XLA {f.xla:,} B ({ratio})")
+        if a.scratch is not None:
+            lines.append(f"  scratch {a.scratch:,} B: memory_analysis()'s temp less XLA's "
+                         "own temp allocations (compiler scratch, not in the HLO)")
         if a.unchecked:
             lines.append(f"  not checked: {a.unchecked}")
         elif a.figures:
