@@ -473,15 +473,14 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
 
 def _warn_departures(rep: "Report", model: str, save_dir: Optional[str]) -> None:
     """A warning on stderr for each target where the model's fused temp, alias or total is
-    more than 1% off XLA's memory_analysis() (TPU apart: XLA:TPU counts compiler scratch the
-    text does not show), with the command that shows where."""
-    from hloscope.analysis.agreement import departures, xla_figures
+    more than 1% off XLA's (its own buffer assignment where the compile gave it, else
+    memory_analysis(); TPU only against the assignment, which leaves compiler scratch out),
+    with the command that shows where."""
+    from hloscope.analysis.agreement import departures
     for t in rep.targets:
-        x = t.memory.xla
-        if x is None or t.backend.startswith("tpu"):
+        if t.agreement is None:
             continue
-        f = t.memory.fused
-        off = departures(xla_figures(f.temp_packed_bytes, f.alias_bytes, f.total_bytes, x), 0.01)
+        off = departures(t.agreement.figures, 0.01)
         if off:
             where = save_dir or "DIR"
             click.echo(f"hloscope: warning: on {t.target} the memory model departs from XLA: "

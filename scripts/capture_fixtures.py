@@ -5,6 +5,10 @@ For each example model and target it writes, under fixtures/<target>/:
   <model>_<entry>.pre.hlo      HLO before XLA optimization (with source metadata)
   <model>_<entry>.post.hlo     HLO after optimization (scheduled, fused)
   <model>_<entry>.memory.json  XLA's Compiled.memory_analysis() figures (JAX only)
+  <model>_<entry>.xla-*        XLA's own buffer assignment of that compile (JAX only): on cpu
+                               its BufferAssignmentProto (xla-assignment.pb) and the module's
+                               HloModuleProto that names the ids (xla-module.pb); on gpu and tpu
+                               the compile's dumped xla-buffer-assignment.txt
 and, for the CPU, an --xla_dump_to directory under fixtures/dumps/ with XLA's buffer assignment,
 memory usage report and live ranges: the ground truth for the memory model.
 
@@ -97,6 +101,14 @@ def capture_jax(target: str, variant: str = "") -> None:
             write(base + ".post.hlo", lowered.post)
             write(base + ".memory.json", json.dumps(lowered.memory, indent=2, sort_keys=True)
                   + "\n")
+            if not variant:
+                write_assignment(base, lowered.assignment)
+
+
+def write_assignment(base: str, captured: dict) -> None:
+    from hloscope.xla.captured import save_captured
+    for path in save_captured(os.path.dirname(base), captured, stem=os.path.basename(base)):
+        print(f"wrote {os.path.relpath(path, ROOT)} ({os.path.getsize(path):,} bytes)")
 
 
 def capture_keras(target: str) -> None:
@@ -113,6 +125,7 @@ def capture_keras(target: str) -> None:
         write(base + ".pre.hlo", lowered.pre)
         write(base + ".post.hlo", lowered.post)
         write(base + ".memory.json", json.dumps(lowered.memory, indent=2, sort_keys=True) + "\n")
+        write_assignment(base, lowered.assignment)
 
 
 def run_child(python: str, target: str, variant: str = "") -> None:

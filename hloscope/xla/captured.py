@@ -52,18 +52,20 @@ def source_of(captured: Captured) -> str:
     return ""
 
 
-def _name(kind: str, unfused: bool) -> str:
+def _name(kind: str, unfused: bool, stem: str) -> str:
     base, ext = os.path.splitext(_FILES[kind])
-    return base + (".nofusion" if unfused else "") + ext
+    return (f"{stem}." if stem else "") + base + (".nofusion" if unfused else "") + ext
 
 
-def save_captured(directory: str, captured: Captured, unfused: bool = False) -> list[str]:
-    """Write a captured assignment under ``directory``; returns the paths written."""
+def save_captured(directory: str, captured: Captured, unfused: bool = False,
+                  stem: str = "") -> list[str]:
+    """Write a captured assignment under ``directory`` (file names after ``stem.``, when
+    given: the fixtures keep several side by side); returns the paths written."""
     written = []
     for kind, value in captured.items():
         if kind not in _FILES:
             continue
-        path = os.path.join(directory, _name(kind, unfused))
+        path = os.path.join(directory, _name(kind, unfused, stem))
         if kind == "dump":
             with open(path, "w") as f:
                 f.write(value)
@@ -74,11 +76,11 @@ def save_captured(directory: str, captured: Captured, unfused: bool = False) -> 
     return written
 
 
-def load_captured(directory: str, unfused: bool = False) -> dict[str, str]:
+def load_captured(directory: str, unfused: bool = False, stem: str = "") -> dict[str, str]:
     """What ``save_captured`` wrote (empty if nothing was)."""
     out = {}
     for kind in _FILES:
-        path = os.path.join(directory, _name(kind, unfused))
+        path = os.path.join(directory, _name(kind, unfused, stem))
         if not os.path.exists(path):
             continue
         if kind == "dump":

@@ -1,0 +1,185 @@
+"""XLA's own buffer assignment, read as XLA writes it (hloscope.xla): the proto XLA:CPU returns
+and the dump text of gpu and tpu compiles, on every fixture that has them, and the model held
+against each value by value."""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from hloscope.analysis.agreement import agreement
+from hloscope.cli import run
+from hloscope.hlo.parser import parse_file
+from hloscope.xla.assignment import figures_from_buffer_assignment
+from hloscope.xla.captured import load_captured, read_captured
+from hloscope.xla.proto import ProtoError, heap_traces, instruction_names, read_assignment
+
+from conftest import FIXTURES, ROOT, fixture_path, needs_jax
+
+CAPTURED = sorted(p[:-len(".memory.json")] for p in glob.glob(os.path.join(FIXTURES, "*",
+                                                                          "*.memory.json"))
+                  if load_captured(os.path.dirname(p), stem=os.path.basename(p)[:-12]))
+
+
+def _captured(base: str) -> dict[str, str]:
+    return load_captured(os.path.dirname(base), stem=os.path.basename(base))
+
+
+def test_every_jax_fixture_kept_xla_assignment() -> None:
+    # Every JAX fixture of cpu, gpu-h100 and tpu-v3 has XLA's own assignment beside it.
+    targets = {os.path.basename(os.path.dirname(b)) for b in CAPTURED}
+    assert {"cpu", "gpu-h100", "tpu-v3"} <= targets
+    cpu = [b for b in CAPTURED if "/cpu/" in b]
+    assert len(cpu) >= 15
+    assert all("proto" in _captured(b) and "module" in _captured(b) for b in cpu)
+    assert all("dump" in _captured(b) for b in CAPTURED if "/cpu/" not in b)
+
+
+# Values the model puts in another class than XLA while every figure agrees: two equal-size
+# temporaries of the Keras encoder, one parked in the output allocation by XLA and the other
+# by hloscope (measured; a change in either direction shows up here).
+CLASS_SWAPS = {"cpu/keras_encoder_forward": 2}
+
+# tpu-v3: hloscope's HLO-level temp over libtpu's own temp allocation, measured. libtpu leaves
+# ranges of its preallocated temp that no HLO value occupies (layer_norm: 12 KiB between two
+# 4 KiB values); where no value is missing from the model, that is the whole difference. The
+# model is never above libtpu's assignment; the 2% goal is not met (docs/memory-model.md).
+TPU_V3_RATIO = {"bert_layer_bf16_train_step": 1.0, "bert_layer_bf16_train_step_donated": 0.840,
+                "bert_layer_forward": 0.995, "bert_layer_train_step": 0.955,
+                "bert_layer_train_step_donated": 0.969, "bert_stack2_train_step_donated": 0.950,
+                "convnet_train_step": 0.773, "convnet_train_step_donated": 0.771,
+                "dropout_mlp": 0.210, "layer_norm": 0.400, "scan_rnn_forward": 0.917,
+                "scan_rnn_train_step": 0.885, "scan_rnn_train_step_donated": 0.879,
+                "softmax": 1.0}
+
+
+@pytest.mark.parametrize("base", CAPTURED, ids=lambda b: os.path.relpath(b, FIXTURES))
+def test_assignment_read_and_mapped(base: str) -> None:
+    """Each value names an instruction of the optimized module (proto ids mapped through the
+    module's own proto); the allocations' parameters, outputs and alias are memory_analysis()'s
+    on every target, and so is temp on cpu and gpu, where the model agrees to the byte; on
+    tpu-v3 the rest of memory_analysis()'s temp is the scratch row."""
+    key = os.path.relpath(base, FIXTURES)
+    allocations = read_captured(_captured(base))
+    module = parse_file(base + ".post.hlo")
+    with open(base + ".memory.json") as f:
+        xla = json.load(f)
+    own = figures_from_buffer_assignment(allocations)
+    keys = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes")
+    assert {k: own[k] for k in keys} == {k: xla[k] for k in keys}
+    from hloscope.frontends.targets import get_target
+    backend = get_target(key.split("/")[0]).backend
+    a = agreement(module, xla, backend, allocations=allocations)
+    if key.startswith("tpu-v4/"):
+        # libtpu's v4 assignment is of a module after memory-space assignment (slices and
+        # copies the printed text does not have): not mapped, not modelled.
+        assert a.figures == () and "on-chip memory" in a.unchecked
+        return
+    names = {i.name for c in module.computations for i in c.instructions}
+    values = [v for al in allocations for v in al.values]
+    assert values and all(v.instruction in names for v in values)
+    temp = next(f for f in a.figures if f.name == "temp")
+    assert a.comparison is not None
+    if key.startswith("tpu-v3/"):
+        assert a.scratch == xla["temp_size_in_bytes"] - own["temp_size_in_bytes"] >= 0
+        assert temp.ours <= temp.xla
+        assert round(temp.ours / temp.xla, 3) == TPU_V3_RATIO[os.path.basename(base)]
+        return
+    assert own["temp_size_in_bytes"] == xla["temp_size_in_bytes"]
+    assert a.scratch is None
+    assert temp.ours == temp.xla, (base, temp)
+    assert len(a.comparison.class_mismatches) == CLASS_SWAPS.get(key, 0)
+
+
+def test_proto_names_come_from_the_module_proto() -> None:
+    base = fixture_path("cpu", "bert_layer_train_step_donated")
+    c = _captured(base)
+    import base64
+    names = instruction_names(base64.b64decode(c["module"]))
+    assert len(names) > 100 and all(isinstance(k, int) for k in names)
+    # Instruction ids are 64-bit unique ids: the computation's in the high half.
+    assert max(names) > 2 ** 32
+    assert heap_traces(base64.b64decode(c["proto"])) == ()  # jaxlib 0.10.2 records none
+
+
+def test_not_a_proto_is_a_clear_error() -> None:
+    with pytest.raises(ProtoError, match="not a serialized BufferAssignment"):
+        read_assignment(b"\xff\xff\xff", b"")
+    # A buffer whose instruction id the module does not have.
+    base = fixture_path("cpu", "bert_layer_train_step_donated")
+    import base64
+    with pytest.raises(ProtoError, match="which the module does not have"):
+        read_assignment(base64.b64decode(_captured(base)["proto"]), b"")
+
+
+def test_saved_run_checks_value_by_value_without_jax(tmp_path, capsys) -> None:
+    """A `diff --save` directory keeps the proto: `check` compares value by value from it, in a
+    process that never imports JAX."""
+    from hloscope.pipeline import SAVED_TARGET
+    base = fixture_path("cpu", "bert_layer_train_step_donated")
+    d = tmp_path / "cpu"
+    d.mkdir()
+    for part in ("pre", "post"):
+        shutil.copy(f"{base}.{part}.hlo", d / f"{part}.hlo")
+    for kind in ("xla-assignment.pb", "xla-module.pb"):
+        shutil.copy(f"{base}.{kind}", d / kind)
+    with open(base + ".memory.json") as f:
+        xla = json.load(f)
+    (d / SAVED_TARGET).write_text(json.dumps({"target": "cpu", "backend": "cpu", "xla": xla}))
+    code = ("import sys; from hloscope.cli import run; rc = run(['check', sys.argv[1]]); "
+            "assert 'jax' not in sys.modules; sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code, str(d)], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "values in another class: 0" in proc.stdout
+    assert "sharing XLA does, hloscope not: 0" in proc.stdout
+    assert "1 of 1 checked agree within 1%" in proc.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("grpc_tools") is None,
+                    reason="grpcio-tools (protoc) not installed: pip install grpcio-tools")
+def test_descriptor_is_the_schema_compiled() -> None:
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen_proto.py"),
+                           "--check"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@needs_jax
+def test_proto_and_dump_of_one_compile_agree(tmp_path) -> None:
+    """The two ways XLA gives its assignment, on one compile: the same allocations, kinds,
+    sizes and values at the same offsets."""
+    import jax
+    import jax.numpy as jnp
+
+    from hloscope.xla.dump import read_buffer_assignment
+
+    def step(w, x):
+        h = jnp.tanh(x @ w)
+
+        def body(c, _):
+            return jnp.sin(c) @ w, c.sum()
+        c, ys = jax.lax.scan(body, h, None, length=3)
+        return w - 0.1 * c.T @ x, ys.sum()
+
+    lowered = jax.jit(step, donate_argnums=0).lower(jnp.ones((128, 128)), jnp.ones((64, 128)))
+    compiled = lowered.compile(compiler_options={"xla_dump_to": str(tmp_path),
+                                                 "xla_dump_hlo_as_text": True})
+    proto = compiled.memory_analysis().serialized_buffer_assignment_proto
+    module = compiled.runtime_executable().hlo_modules()[0].as_serialized_hlo_module_proto()
+    (dump,) = glob.glob(str(tmp_path / "*after_optimizations-buffer-assignment.txt"))
+    with open(dump) as f:
+        from_dump = read_buffer_assignment(f.read())
+
+    def plain(allocations):  # type: ignore[no-untyped-def]
+        return [(a.index, a.size, a.kind, a.color, a.live_out,
+                 sorted((v.instruction, v.index, v.size, v.offset) for v in a.values))
+                for a in allocations]
+
+    assert plain(read_assignment(proto, module)) == plain(from_dump)
