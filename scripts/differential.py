@@ -2,7 +2,8 @@
 """hloscope's fused buffer assignment against XLA's on generated JAX programs (dots,
 reductions, scans, in-place updates, gradients, optimizer steps; donated or not; built by
 tests/jax_programs.py), compiled for one target: how many agree with memory_analysis() to the
-byte, in temp and in total, donated and not, and every one that does not.
+byte, in temp and in total, and with XLA's own buffer assignment value by value (class, and
+which operand buffers a consumer takes over), donated and not, and every one that does not.
 
   python scripts/differential.py --count 200 --seed 1
   python scripts/differential.py --target gpu-h100 --count 100    # needs the CUDA plugin
@@ -52,27 +53,39 @@ def main() -> int:
     import jax_programs as jp
 
     import hloscope
+    from hloscope.analysis.agreement import compare_assignment
     from hloscope.analysis.liveness import analyze
     backend = "gpu" if a.target.startswith("gpu") else "cpu"
     rows = []
     for d in descriptions(a.seed, a.count):
-        post, xla = jp.compile_for(d, device)
-        f = analyze(hloscope.parse(post), backend).figures
+        post, xla, allocations = jp.compile_for(d, device, a.target)
+        an = analyze(hloscope.parse(post), backend)
+        f = an.figures
+        c = compare_assignment(an, allocations)
         total = (xla["argument_size_in_bytes"] + xla["output_size_in_bytes"]
                  - xla["alias_size_in_bytes"] + xla["temp_size_in_bytes"])
         rows.append({"program": d, "temp": [f.temp_packed_bytes, xla["temp_size_in_bytes"]],
                      "total": [f.total_bytes, total],
                      "exact": f.temp_packed_bytes == xla["temp_size_in_bytes"]
-                     and f.total_bytes == total})
+                     and f.total_bytes == total,
+                     # XLA's own assignment, value by value
+                     "values": {"other_class": len(c.class_mismatches),
+                                "xla_only_sharing": len(c.xla_only),
+                                "ours_only_sharing": len(c.ours_only)},
+                     "values_agree": not (c.class_mismatches or c.xla_only or c.ours_only)})
     if a.json:
         print(json.dumps(rows))
         return 0
     for donated in (True, False):
         part = [r for r in rows if r["program"]["donate"] == donated]  # type: ignore[index]
         exact = sum(bool(r["exact"]) for r in part)
+        values = sum(bool(r["values_agree"]) for r in part)
         print(f"{a.target}, {'donated' if donated else 'not donated'}: {exact} of {len(part)} "
-              "to the byte (temp and total)")
+              f"to the byte (temp and total); {values} of {len(part)} value by value")
     for r in rows:
+        if not r["values_agree"] and r["exact"]:
+            print(f"  {jp.describe(r['program'])}: figures exact, values differ: "
+                  f"{r['values']}")
         if not r["exact"]:
             t, x = r["temp"]  # type: ignore[misc]
             print(f"  {jp.describe(r['program'])}: temp {t:,} vs XLA {x:,} ({t / x:.3f})"

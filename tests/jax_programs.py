@@ -123,20 +123,27 @@ def build(d: dict[str, Any]) -> tuple[Callable[..., Any], tuple[Any, ...], tuple
     return adam, (pspec, pspec, pspec, t, x), ((0, 1, 2) if donate else ())
 
 
-def compile_for(d: dict[str, Any], devices: Any = None) -> tuple[str, dict[str, int]]:
-    """XLA's optimized text and memory_analysis() figures for the description, compiled for
-    the default backend (or the given deviceless device)."""
+def compile_for(d: dict[str, Any], devices: Any = None, target: str = "cpu"
+                ) -> tuple[str, dict[str, int], Any]:
+    """XLA's optimized text, memory_analysis() figures and own buffer assignment (a tuple of
+    hloscope.xla.assignment.XlaAllocation) for the description, compiled for the default
+    backend (or the given deviceless device of ``target``)."""
     import jax
+
+    from hloscope.frontends.jax import compile_with_assignment
+    from hloscope.frontends.targets import get_target
+    from hloscope.xla.captured import read_captured
     fn, args, donate = build(d)
     kw: dict[str, Any] = {"donate_argnums": donate}
     if devices is not None:
         kw["in_shardings"] = jax.sharding.SingleDeviceSharding(devices)
-    compiled = jax.jit(fn, **kw).lower(*args).compile()
+    compiled, captured = compile_with_assignment(jax.jit(fn, **kw).lower(*args),
+                                                 get_target(target))
     m = compiled.memory_analysis()
     figures = {k: int(getattr(m, k)) for k in (
         "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
         "temp_size_in_bytes")}
-    return compiled.as_text(), figures
+    return compiled.as_text(), figures, read_captured(captured)
 
 
 def strategy() -> Any:

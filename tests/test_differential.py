@@ -1,7 +1,8 @@
 """hloscope's buffer assignment against XLA's on programs nobody here picked: hypothesis draws
 small JAX programs (tests/jax_programs.py: dots, reductions, scans, in-place updates,
 gradients, optimizer steps; donated or not), XLA compiles them for the cpu, and hloscope's
-fused temp and total must equal XLA's memory_analysis() to the byte.
+fused temp and total must equal XLA's memory_analysis() to the byte, and its assignment
+XLA's own (the BufferAssignmentProto of the compile) value by value.
 
 The descriptions that ever failed are kept below as regression cases and run every time."""
 
@@ -48,10 +49,14 @@ REGRESSIONS: list[dict[str, Any]] = [
 
 
 def _check(d: dict[str, Any]) -> None:
+    """Figures to the byte, and XLA's own assignment value by value: every value in the same
+    class, no operand buffer taken over on one side only."""
     import hloscope
+    from hloscope.analysis.agreement import compare_assignment
     from hloscope.analysis.liveness import analyze
-    post, xla = jax_programs.compile_for(d)
-    f = analyze(hloscope.parse(post), "cpu").figures
+    post, xla, allocations = jax_programs.compile_for(d)
+    a = analyze(hloscope.parse(post), "cpu")
+    f = a.figures
     total = (xla["argument_size_in_bytes"] + xla["output_size_in_bytes"]
              - xla["alias_size_in_bytes"] + xla["temp_size_in_bytes"])
     got = (f.temp_packed_bytes, f.alias_bytes, f.output_bytes, f.total_bytes)
@@ -59,6 +64,9 @@ def _check(d: dict[str, Any]) -> None:
             xla["output_size_in_bytes"], total)
     assert got == want, f"{jax_programs.describe(d)}: hloscope (temp, alias, outputs, total) " \
         f"{got}, XLA {want}"
+    c = compare_assignment(a, allocations)
+    assert (c.class_mismatches, c.xla_only, c.ours_only) == ((), (), ()), \
+        f"{jax_programs.describe(d)}: {c}"
 
 
 @needs_jax
