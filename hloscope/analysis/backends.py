@@ -91,15 +91,23 @@ def _plain_op_rule(user: Instruction, operand_index: int) -> Optional[bool]:
     return None
 
 
+# XLA:CPU's YNNPACK fusions (kCustom, backend_config fusion_config kind "__ynn_fusion").
+YNN_FUSION = "__ynn_fusion"
+
+
 def generic_share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
                   index: tuple[int, ...]) -> bool:
     """XLA's generic rule (cpu): same shape and layout, and the user reads the operand
-    elementwise: an elementwise op, an in-place update of operand 0, or a fusion whose
-    parameter is used only elementwise (through tuples) inside."""
+    elementwise: an elementwise op, an in-place update of operand 0, or a loop or input
+    fusion whose parameter is used only elementwise (through tuples) inside. XLA:CPU lets a
+    YNNPACK fusion (kCustom) reuse an operand on the same terms: measured on a pre-LN
+    transformer's Adam step, where XLA's assignment has eight of them take over a dying
+    broadcast their parameter reaches the root through elementwise ops only (the source of
+    that hint is not in the XLA tree this project reads)."""
     out = _output_shape(user, index)
     if out is None or not same_array(out, operand_shape):
         return False
-    plain = _plain_op_rule(user, operand_index)
+    plain = None if user.backend_fusion_kind == YNN_FUSION else _plain_op_rule(user, operand_index)
     if plain is not None:
         return plain
     fused = module.computation(user.called_computations[0])
