@@ -51,6 +51,10 @@ class SavedActivations:
     by_source: tuple[SavedGroup, ...]  # largest first
     by_scope: tuple[SavedGroup, ...]
     values: tuple[SavedValue, ...]  # largest first
+    # Their bytes by the class of the buffer that holds them: temp (the temp allocation),
+    # temp-in-output (an output's allocation, before the output is written: a step without
+    # donation), temp-in-donated (a donated parameter's, after its last read), ...
+    by_class: tuple[tuple[str, int], ...] = ()
 
 
 def source_line(path: str, line: int) -> str:
@@ -126,7 +130,12 @@ def saved_for_backward(a: Analysis) -> Optional[SavedActivations]:
         if _backward(a.schedule[v.end][1]):
             kept.append(v)
     kept.sort(key=lambda v: (-v.size, v.instruction))
+    cls = {vid: b.cls for b in a.buffers for vid in b.values}
+    by_class: dict[str, int] = defaultdict(int)
+    for v in kept:
+        by_class[cls.get(v.id, "temp")] += v.size
     return SavedActivations(
         "hloscope.saved/1", a.module.name, boundary, a.schedule[boundary][1].name, len(kept),
         sum(v.size for v in kept), _groups(kept, "source"), _groups(kept, "scope"),
-        tuple(SavedValue(v.instruction, v.shape, v.size, v.op_name, v.source) for v in kept))
+        tuple(SavedValue(v.instruction, v.shape, v.size, v.op_name, v.source) for v in kept),
+        tuple(sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0]))))

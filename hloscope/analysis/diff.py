@@ -146,6 +146,25 @@ class SavedSummary:
     count: int
     bytes: int
     by_scope: tuple[SavedGroup, ...]  # largest first: the layers of a stack
+    by_class: tuple[tuple[str, int], ...] = ()  # bytes by the class of buffer holding them
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """Where the fused step's bytes go, in parts a reader can reason about (docs/
+    memory-model.md, "Where the bytes go"): ``total`` = state + new outputs + temp;
+    temp = activations kept in it + the rest; ``saved_elsewhere`` are activations kept in an
+    output's or a donated parameter's allocation (counted there, not in temp); ``scratch``
+    is XLA:TPU's compiler scratch, which memory_analysis() adds to temp."""
+
+    state_bytes: int  # the parameters: weights, optimizer state, inputs
+    new_output_bytes: int  # outputs not kept in a donated parameter's buffer
+    temp_bytes: int  # temp packed
+    saved_in_temp_bytes: int  # activations kept for the backward pass, in temp
+    transient_bytes: int  # the rest of temp: intermediates that come and go, and packing
+    saved_elsewhere_bytes: int  # activations kept in output or donated allocations
+    total_bytes: int
+    scratch_bytes: Optional[int] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +202,7 @@ class TargetReport:
     collectives: tuple[CollectiveCount, ...] = ()  # all-reduce and friends, by bytes
     saved: Optional[SavedSummary] = None  # a training step's activations kept for backward
     donation: Optional[Donation] = None
+    breakdown: Optional[Breakdown] = None
     xla_assignment: Optional[XlaAssignment] = None
     # The fused model held against XLA (its assignment where captured, else its figures).
     agreement: Optional[Agreement] = None
@@ -318,12 +338,26 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
         notes=tuple(notes), timelines=mem.timelines,
         unfused_live_at_peak=mem.unfused.live_at_peak[:top], parallel=par,
         collectives=collectives(post),
-        saved=SavedSummary(mem.saved.count, mem.saved.bytes, mem.saved.by_scope[:64])
+        saved=SavedSummary(mem.saved.count, mem.saved.bytes, mem.saved.by_scope[:64],
+                           mem.saved.by_class)
         if mem.saved is not None else None,
+        breakdown=breakdown(mem.fused, mem.saved, agree.scratch if agree else None),
         donation=Donation(donation, tuple(sorted({a.parameter_number
                                                   for a in post.input_output_alias})),
                           mem.fused.alias_bytes),
         xla_assignment=assignment, agreement=agree)
+
+
+def breakdown(f: MemoryFigures, saved: Optional[Any],
+              scratch: Optional[int] = None) -> Breakdown:
+    """The fused figures split as ``Breakdown`` says (``saved``: the step's
+    activations.SavedActivations, None without a backward pass)."""
+    by_class = dict(saved.by_class) if saved is not None else {}
+    in_temp = by_class.get("temp", 0)
+    elsewhere = sum(b for c, b in by_class.items() if c != "temp")
+    return Breakdown(f.parameter_bytes, f.output_bytes - f.alias_bytes, f.temp_packed_bytes,
+                     in_temp, f.temp_packed_bytes - in_temp, elsewhere, f.total_bytes,
+                     scratch)
 
 
 def report(targets: tuple[TargetReport, ...], model: str, entry: str = "",

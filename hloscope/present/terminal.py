@@ -198,6 +198,33 @@ def donation_lines(t: TargetReport) -> list[str]:
             f"({human_bytes(d.alias_bytes)}, counted once in total)"]
 
 
+def breakdown_lines(t: TargetReport) -> list[str]:
+    """Where the fused step's bytes go (diff.Breakdown), one part a line."""
+    b = t.breakdown
+    if b is None:
+        return []
+    rows: list[tuple[str, ...]] = [
+        ("parameters (weights, optimizer state, inputs)", human_bytes(b.state_bytes)),
+        ("outputs in new buffers (not donated)", human_bytes(b.new_output_bytes))]
+    if t.saved is not None:
+        rows.append(("activations kept for the backward pass, in temp",
+                     human_bytes(b.saved_in_temp_bytes)))
+        rows.append(("the rest of temp (intermediates, packing)", human_bytes(b.transient_bytes)
+                     if b.transient_bytes >= 0 else "-" + human_bytes(-b.transient_bytes)))
+    else:
+        rows.append(("temp (intermediates)", human_bytes(b.temp_bytes)))
+    rows.append(("total", human_bytes(b.total_bytes)))
+    lines = ["", "where the fused step's bytes go:"] + table(rows)
+    if b.saved_elsewhere_bytes:
+        lines.append(f"  (and {human_bytes(b.saved_elsewhere_bytes)} of activations kept in "
+                     "output or donated-parameter allocations, counted there: temp-in-output, "
+                     "temp-in-donated)")
+    if b.scratch_bytes is not None:
+        lines.append(f"  (XLA:TPU adds {human_bytes(b.scratch_bytes)} of compiler scratch "
+                     "to temp, not in the HLO)")
+    return lines
+
+
 def agreement_lines(t: TargetReport) -> list[str]:
     """The model against XLA's own answer for this compile, in one or two lines."""
     a = t.agreement
@@ -262,6 +289,7 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
     if t.saved is not None:
         lines.append(f"activations saved for the backward pass (fused): {t.saved.count:,} "
                      f"values, {human_bytes(t.saved.bytes)}")
+    lines += breakdown_lines(t)
     if t.top_fusions:
         lines += ["", "top fusions by bytes eliminated:"]
         heading: list[tuple[str, ...]] = [("fusion", "kind", "eliminated", "scopes", "source")]
