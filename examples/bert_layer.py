@@ -88,8 +88,11 @@ def adam_train_step(p: dict[str, jax.Array], m: dict[str, jax.Array], v: dict[st
     v = jax.tree.map(lambda v_, g: b2 * v_ + (1 - b2) * g * g, v, grads)
     mhat_scale = 1.0 / (1 - b1 ** t.astype(jnp.float32))
     vhat_scale = 1.0 / (1 - b2 ** t.astype(jnp.float32))
-    p = jax.tree.map(lambda p_, m_, v_: p_ - lr * (m_ * mhat_scale) /
-                     (jnp.sqrt(v_ * vhat_scale) + eps), p, m, v)
+    # The bias corrections are f32 scalars: the new weights are cast back to the weights'
+    # own dtype, so that a bf16 step writes bf16 weights where the old ones were.
+    p = jax.tree.map(lambda p_, m_, v_: (p_ - lr * (m_ * mhat_scale) /
+                                         (jnp.sqrt(v_ * vhat_scale) + eps)).astype(p_.dtype),
+                     p, m, v)
     return p, m, v, loss
 
 
@@ -157,8 +160,10 @@ def stacked_train_step(size: str = "large", layers: int = 24, batch: int = 1,
         t = (step + 1).astype(jnp.float32)
         m = jax.tree.map(lambda m_, g: 0.9 * m_ + 0.1 * g, m, grads)
         v = jax.tree.map(lambda v_, g: 0.999 * v_ + 0.001 * g * g, v, grads)
-        ps = jax.tree.map(lambda p_, m_, v_: p_ - 1e-4 * (m_ / (1 - 0.9 ** t)) /
-                          (jnp.sqrt(v_ / (1 - 0.999 ** t)) + 1e-6), ps, m, v)
+        # t is f32: cast the new weights back to their own dtype (bf16 stays bf16).
+        ps = jax.tree.map(lambda p_, m_, v_: (p_ - 1e-4 * (m_ / (1 - 0.9 ** t)) /
+                                              (jnp.sqrt(v_ / (1 - 0.999 ** t)) + 1e-6)
+                                              ).astype(p_.dtype), ps, m, v)
         return ps, m, v, loss
 
     x = jax.ShapeDtypeStruct((batch, seq, cfg["hidden"]), jnp.float32)

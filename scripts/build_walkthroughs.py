@@ -236,6 +236,78 @@ class Runs:
 
 # --- helpers for the prose ------------------------------------------------------------------
 
+class ClaimError(AssertionError):
+    """A sentence of a page states a comparison its own figures contradict."""
+
+
+def claim(holds: bool, text: str = "") -> str:
+    """``text``, where the comparison it states (``holds``) is true of the figures; else the
+    build fails, naming it. ``{{ claim(fused < eager, "smaller") }}``."""
+    if not holds:
+        raise ClaimError(f"a page claims {text!r}, which its figures contradict")
+    return text
+
+
+def word(a: float, b: float, more: str, less: str, same: str = "the same as") -> str:
+    """The word comparing ``a`` with ``b`` (``more`` if a > b, ``less`` if a < b): a sentence's
+    "shrinks"/"grows", "above"/"below" chosen by the figures, not typed in."""
+    return more if a > b else less if a < b else same
+
+
+def fits(need: float, budget: float) -> str:
+    return "fits" if need <= budget else "does not fit"
+
+
+# Comparative words a sentence may only state through claim() or word() (or fits()) when it
+# also shows a figure: tests/test_walkthroughs.py runs unchecked_claims over every template.
+COMPARATIVES = ("shrink", "grow", "falls", "rises", "fits", "fit ", "below", "above",
+                "more than", "less than", "smaller", "larger", "bigger", "exceed", "saves",
+                "halves", "doubles", "over the budget", "under the budget")
+
+
+def unchecked_claims(template: str) -> list[tuple[int, str, str]]:
+    """(line, word, sentence) for each sentence of a template's prose that shows a figure
+    (``{{ ... }}``) and states a comparison in literal words instead of through claim(),
+    word() or fits(). Code blocks, template tags and commands are not prose."""
+    import re
+    out = []
+    prose: list[tuple[int, str]] = []
+    fenced = False
+    for n, line in enumerate(template.splitlines(), 1):
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or line.lstrip().startswith(("{%", "{#", "<!--", "#")):
+            prose.append((n, ""))
+            continue
+        prose.append((n, line))
+    # Sentences: split the prose of each paragraph at ". " / ": " ends.
+    paragraph: list[tuple[int, str]] = []
+
+    def flush() -> None:
+        if not paragraph:
+            return
+        text = " ".join(t for _, t in paragraph)
+        first = paragraph[0][0]
+        for sentence in re.split(r"(?<=[.;:!?])\s+(?=[A-Z(*`\-0-9])", text):
+            if "{{" not in sentence or re.search(r"\b(claim|word|fits)\(", sentence):
+                continue
+            literal = re.sub(r"\{\{.*?\}\}", " ", sentence).lower()
+            literal = re.sub(r"`[^`]*`", " ", literal)
+            for w in COMPARATIVES:
+                if re.search(r"\b" + re.escape(w), literal):
+                    out.append((first, w.strip(), sentence.strip()))
+                    break
+        paragraph.clear()
+
+    for n, line in prose:
+        if not line.strip():
+            flush()
+        else:
+            paragraph.append((n, line))
+    flush()
+    return out
+
 def mib(n: float) -> str:
     return f"{n / 2**20:,.1f} MiB"
 
@@ -252,6 +324,31 @@ def human(n: float) -> str:
 def total(row: dict[str, int]) -> int:
     return row["parameter_bytes"] + row["output_bytes"] - row.get("alias_bytes", 0) + \
         row["temp_packed_bytes"]
+
+
+def total_of(xla: dict[str, int]) -> int:
+    """XLA's own total from memory_analysis() figures: arguments + outputs - alias + temp."""
+    return xla["argument_size_in_bytes"] + xla["output_size_in_bytes"] - \
+        xla.get("alias_size_in_bytes", 0) + xla["temp_size_in_bytes"]
+
+
+def xla_assignment_figures(base: str) -> dict[str, int]:
+    """memory_analysis()'s figures as XLA's own buffer assignment kept beside a fixture sums
+    them (``base``: the fixture's path without extension)."""
+    from hloscope.xla.assignment import figures_from_buffer_assignment
+    from hloscope.xla.captured import load_captured, read_captured
+    path = os.path.join(ROOT, base)
+    return figures_from_buffer_assignment(read_captured(load_captured(
+        os.path.dirname(path), stem=os.path.basename(path))))
+
+
+def agrees_to_the_byte(base: str) -> bool:
+    """Whether hloscope's fused temp, XLA's own assignment's and memory_analysis()'s are one
+    byte count for a fixture (``base``: its path without extension)."""
+    rep = report_of(base + ".pre.hlo", base + ".post.hlo")
+    own = xla_assignment_figures(base)["temp_size_in_bytes"]
+    return rep["memory"]["fused"]["temp_packed_bytes"] == own == \
+        xla_figures(base + ".memory.json")["temp_size_in_bytes"]
 
 
 def saved(path: str) -> Any:
@@ -321,8 +418,11 @@ def render(name: str, runs: Runs) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(SOURCES),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True)
+    env.filters["agrees_to_the_byte"] = agrees_to_the_byte
     template = env.get_template(name)
     return template.render(run=runs, mib=mib, gib=gib, human=human, total=total, saved=saved,
+                           claim=claim, word=word, fits=fits, total_of=total_of,
+                           xla_assignment_figures=xla_assignment_figures,
                            korthikanti=korthikanti, fusion_text=fusion_text,
                            first_line=first_line, padded_example=padded_example,
                            report_of=report_of, xla_figures=xla_figures,

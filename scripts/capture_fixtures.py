@@ -50,6 +50,7 @@ DEFAULT_TARGETS = ("cpu", "tpu-v3", "tpu-v4", "gpu-h100")
 
 # The models whose no-fusion compiles are captured (the calibration set of the unfused model).
 NO_FUSION_MODELS = {("bert_layer", "forward"), ("bert_layer", "train_step_undonated"),
+                    ("bert_layer", "train_step"),
                     ("small_models", "convnet_train_step"), ("small_models", "layer_norm")}
 ONLY = ""  # --only: capture only the fixtures whose name holds this
 
