@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from hloscope.analysis.agreement import Agreement
     from hloscope.analysis.agreement import Comparison, Sharing
     from hloscope.fit import FitResult, SweepResult
-from hloscope.present.format import (comparison_rows, human_bytes, memory_rows, ratio_text,
-                                      table)
+from hloscope.present.format import (MEMORY_HELP, comparison_rows, human_bytes, memory_rows,
+                                     ratio_text, table)
 
 
 def _bytes(logical: int, padded: int) -> str:
@@ -272,6 +272,7 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
     lines += donation_lines(t)
     lines.append("")
     lines += table(memory_rows(t))
+    lines.append(f"  (total: {MEMORY_HELP['total']}; alias: {MEMORY_HELP['alias']})")
     r = t.ratios
     if r.fused_vs_xla_temp is not None or r.unfused_vs_xla_unfused_temp is not None:
         lines.append(f"  temp packed / XLA's: fused {ratio_text(r.fused_vs_xla_temp)}, unfused "
@@ -307,6 +308,10 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
                         for v in t.live_at_peak[:top]])
         if len(t.live_at_peak) > top:
             lines.append(f"  ... {len(t.live_at_peak) - top} more (--top N)")
+        shown = {v.cls for v in t.live_at_peak[:top]}
+        for cls in ("temp-in-output", "temp-in-donated"):
+            if cls in shown:
+                lines.append(f"  ({cls}: {MEMORY_HELP[cls]})")
     return lines
 
 
