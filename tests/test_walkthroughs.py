@@ -120,3 +120,27 @@ def test_the_formula() -> None:
     no_dropout = sum(bw.korthikanti(s, b, h, a, 2, dropout=False).values())
     assert no_dropout == s * b * h * 32 + 2 * a * s * s * b
     assert sum(bw.korthikanti(s, b, h, a, 4, dropout=False).values()) == 2 * no_dropout
+
+
+@pytest.mark.parametrize("name", bw.templates())
+def test_no_comparison_is_typed_in(name) -> None:
+    """Every sentence that shows a figure and compares (shrinks, grows, fits, below, above,
+    ...) gets its comparative word from the figures (claim, word, fits): none is typed in."""
+    with open(os.path.join(bw.SOURCES, name)) as f:
+        found = bw.unchecked_claims(f.read())
+    assert found == [], "\n".join(f"{name}:{line}: '{w}' typed in: {s[:160]}"
+                                  for line, w, s in found)
+
+
+def test_the_claim_checker_catches_what_it_should() -> None:
+    page = ("Fusion shrinks the temporaries from {{ gib(a) }} to {{ gib(b) }}.\n\n"
+            "The step {{ word(x, y, 'grows', 'shrinks') }} by {{ gib(z) }}.\n\n"
+            "```console\n$ hloscope fit m.py\nfits 3 above {{ x }}\n```\n\n"
+            "It {{ claim(a < b, 'fits') }} in {{ gib(c) }}.\n")
+    assert [(line, w) for line, w, _ in bw.unchecked_claims(page)] == [(1, "shrink")]
+    assert bw.claim(True, "below") == "below"
+    with pytest.raises(bw.ClaimError, match="'below'"):
+        bw.claim(False, "below")
+    assert (bw.word(2, 1, "grows", "shrinks"), bw.word(1, 2, "grows", "shrinks"),
+            bw.word(1, 1, "grows", "shrinks", "stays")) == ("grows", "shrinks", "stays")
+    assert (bw.fits(10, 10), bw.fits(11, 10)) == ("fits", "does not fit")
