@@ -98,6 +98,26 @@ def test_assignment_read_and_mapped(base: str) -> None:
     assert len(a.comparison.class_mismatches) == CLASS_SWAPS.get(key, 0)
 
 
+def test_xla_peak_is_where_its_temp_allocation_is_fullest() -> None:
+    """XLA's own temp allocation over the model's schedule: its top is the highest byte a
+    value occupies, reached at the step reported, by values live there."""
+    from hloscope.analysis.agreement import xla_peak
+    from hloscope.analysis.liveness import analyze
+    base = fixture_path("cpu", "bert_layer_train_step_donated")
+    allocations = read_captured(_captured(base))
+    a = analyze(parse_file(base + ".post.hlo"))
+    p = xla_peak(a, allocations)
+    assert p is not None
+    temp = [al for al in allocations if al.kind == "temp" and al.color == 0]
+    highest = max(v.offset + v.size for al in temp for v in al.values)
+    assert p.top == highest and p.allocation_bytes == sum(al.size for al in temp)
+    assert p.live and max(v.offset + v.size for v in p.live) == p.top
+    ranges = {(v.instruction, v.index): (v.start, v.end) for v in a.values}
+    assert all(ranges[(v.name, v.index)][0] <= p.step <= ranges[(v.name, v.index)][1]
+               for v in p.live)
+    assert p.timeline[0][0] <= p.step and max(top for _, top in p.timeline) == p.top
+
+
 def test_proto_names_come_from_the_module_proto() -> None:
     base = fixture_path("cpu", "bert_layer_train_step_donated")
     c = _captured(base)
@@ -183,3 +203,25 @@ def test_proto_and_dump_of_one_compile_agree(tmp_path) -> None:
                 for a in allocations]
 
     assert plain(read_assignment(proto, module)) == plain(from_dump)
+
+
+def test_report_shows_xla_assignment_and_the_split(tmp_path) -> None:
+    """The HTML report of a saved run shows the agreement with XLA's own assignment, XLA's
+    temp allocation at its fullest (marked as XLA's) and where the step's bytes go."""
+    from hloscope.pipeline import SAVED_TARGET
+    base = fixture_path("cpu", "bert_layer_train_step_donated")
+    d = tmp_path / "cpu"
+    d.mkdir()
+    for part in ("pre", "post"):
+        shutil.copy(f"{base}.{part}.hlo", d / f"{part}.hlo")
+    for kind in ("xla-assignment.pb", "xla-module.pb"):
+        shutil.copy(f"{base}.{kind}", d / kind)
+    with open(base + ".memory.json") as f:
+        xla = json.load(f)
+    (d / SAVED_TARGET).write_text(json.dumps({"target": "cpu", "backend": "cpu", "xla": xla}))
+    out = tmp_path / "r.html"
+    assert run(["report", str(d), "-o", str(out)]) == 0
+    html = out.read_text()
+    assert "agreement with XLA&#39;s own assignment (130 allocations, proto): temp 1.000" in html
+    assert "XLA's own assignment at its fullest" in html
+    assert "activations kept for the backward pass, in temp" in html

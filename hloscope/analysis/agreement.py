@@ -99,6 +99,81 @@ def compare_assignment(analysis: Analysis,
 
 
 @dataclass(frozen=True, slots=True)
+class XlaLive:
+    """A value in XLA's own temp allocation, live at XLA's peak (its place is XLA's, its live
+    range the model's)."""
+
+    name: str
+    index: tuple[int, ...]
+    size: int
+    offset: int
+    shape: str
+    op_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class XlaPeak:
+    """XLA's own temp allocation over the schedule: at each step, the highest byte in use by
+    a live value (its offset + size in XLA's assignment, the value's live range from the
+    model). ``top`` at ``step`` is the most; ``live`` what is there then, largest first;
+    ``timeline`` the (step, top) pairs where it changes. Measured, not modelled, in where each
+    value sits; the live ranges are hloscope's (XLA's trace is not in the proto)."""
+
+    step: int
+    instruction: str
+    top: int
+    allocation_bytes: int  # XLA's temp allocations, for scale
+    live: tuple[XlaLive, ...]
+    timeline: tuple[tuple[int, int], ...]
+
+
+def xla_peak(a: Analysis, allocations: tuple[XlaAllocation, ...],
+             keep: int = 20) -> Optional[XlaPeak]:
+    """``XlaPeak`` of XLA's device-memory temp allocations, or None where they hold no value
+    the model knows. A sweep over the values' starts and ends with a max-heap of live tops:
+    O(V log V)."""
+    import heapq
+    by_key = {(v.computation == a.module.entry.name, v.instruction, v.index): v
+              for v in a.values}
+    placed = []
+    total = 0
+    for al in allocations:
+        if al.kind != "temp" or al.color != 0:
+            continue
+        total += al.size
+        for xv in al.values:
+            v = by_key.get((True, xv.instruction, xv.index)) or \
+                by_key.get((False, xv.instruction, xv.index))
+            if v is not None:
+                placed.append((v, xv))
+    if not placed:
+        return None
+    starts = sorted(range(len(placed)), key=lambda i: placed[i][0].start)
+    heap: list[tuple[int, int]] = []  # (-top, end)
+    best, best_step = -1, 0
+    timeline: list[tuple[int, int]] = []
+    k = 0
+    steps = sorted({v.start for v, _ in placed} | {v.end + 1 for v, _ in placed})
+    for t in steps:
+        while k < len(starts) and placed[starts[k]][0].start <= t:
+            v, xv = placed[starts[k]]
+            heapq.heappush(heap, (-(xv.offset + xv.size), v.end))
+            k += 1
+        while heap and heap[0][1] < t:
+            heapq.heappop(heap)
+        top = -heap[0][0] if heap else 0
+        if not timeline or timeline[-1][1] != top:
+            timeline.append((t, top))
+        if top > best:
+            best, best_step = top, t
+    live = sorted((XlaLive(v.instruction, v.index, xv.size, xv.offset, v.shape, v.op_name)
+                   for v, xv in placed if v.start <= best_step <= v.end),
+                  key=lambda x: (-x.size, x.offset, x.name))
+    instr = a.schedule[best_step][1].name if best_step < len(a.schedule) else ""
+    return XlaPeak(best_step, instr, best, total, tuple(live[:keep]), tuple(timeline))
+
+
+@dataclass(frozen=True, slots=True)
 class Figure:
     """One figure on both sides, in bytes."""
 
@@ -131,6 +206,7 @@ class Agreement:
     # tpu: memory_analysis()'s temp less the temp allocations of XLA's own assignment, the
     # compiler scratch no HLO value stands for.
     scratch: Optional[int] = None
+    peak: Optional[XlaPeak] = None  # XLA's own temp allocation at its fullest
 
     def agrees(self, tolerance: float) -> bool:
         return all(f.within(tolerance) for f in self.figures)
@@ -186,7 +262,8 @@ def agreement_of(a: Analysis, xla: Mapping[str, int],
         if f.backend.startswith("tpu") and "temp_size_in_bytes" in xla:
             scratch = int(xla["temp_size_in_bytes"]) - own["temp_size_in_bytes"]
         return Agreement(label, f.backend, xla_figures(*ours, own),
-                         compare_assignment(a, allocations), scratch=scratch)
+                         compare_assignment(a, allocations), scratch=scratch,
+                         peak=xla_peak(a, allocations))
     if f.backend.startswith("tpu"):
         return Agreement(label, f.backend, (), unchecked=(
             "XLA:TPU's memory_analysis() also counts compiler scratch the module text does "

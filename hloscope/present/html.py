@@ -115,7 +115,10 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
         facts.append(f"fused temp ÷ XLA's temp_size_in_bytes: {r.fused_vs_xla_temp:.3f}"
                      + (f"; unfused ÷ XLA without fusion: {r.unfused_vs_xla_unfused_temp:.3f}"
                         if r.unfused_vs_xla_unfused_temp is not None else ""))
+    from hloscope.present.terminal import agreement_lines, breakdown_lines
+    facts += [line.strip() for line in agreement_lines(t)]
     facts += [f"note: {n}" for n in t.notes]
+    parts = [line.strip() for line in breakdown_lines(t)[2:]]
     timeline_svg, timeline_missing = "", ""
     if draw_timeline and t.timelines:
         from hloscope.present.plot import matplotlib_missing, timeline_svg as draw
@@ -165,6 +168,14 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
                   "shape": v.shape, "bytes": human_bytes(v.bytes),
                   "op_name": trim_scope(v.op_name), "source": v.source.rsplit("/", 1)[-1]}
                  for v in t.live_at_peak[:top]],
+        "parts": parts,
+        "xla_peak": None if t.agreement is None or t.agreement.peak is None else {
+            "step": t.agreement.peak.step, "instruction": t.agreement.peak.instruction,
+            "top": human_bytes(t.agreement.peak.top),
+            "size": human_bytes(t.agreement.peak.allocation_bytes),
+            "live": [{"name": v.name + (str(list(v.index)) if v.index else ""),
+                      "shape": v.shape, "bytes": human_bytes(v.size), "offset": f"{v.offset:,}",
+                      "op_name": trim_scope(v.op_name)} for v in t.agreement.peak.live[:top]]},
         "fusions": fusions, "graph_svg": Markup(graph_svg), "graph_dot": graph_dot,
         "graph_missing": graph_missing, "graph_notes": graph_notes, "graph_caption": caption,
     }

@@ -245,11 +245,18 @@ def agreement_lines(t: TargetReport) -> list[str]:
         line += (f"; values in another class {len(c.class_mismatches)}, sharing only XLA does "
                  f"{len(c.xla_only)}, only hloscope does {len(c.ours_only)}")
     lines = [line]
+    p = a.peak
+    if p is not None and p.live:
+        big = ", ".join(f"{v.name}{'{' + ','.join(map(str, v.index)) + '}' if v.index else ''}"
+                        f" {human_bytes(v.size)} @{v.offset:,}" for v in p.live[:3])
+        lines.append(f"  XLA's temp allocation at its fullest: {human_bytes(p.top)} of "
+                     f"{human_bytes(p.allocation_bytes)} in use at step {p.step} "
+                     f"({p.instruction}); largest there: {big}")
     if x is not None and x.peak_bytes:
         total = next((f.xla for f in a.figures if f.name == "total"), None)
         versus = "" if total is None else \
-            f", {'below' if x.peak_bytes < total else 'not below'} XLA's total of " \
-            f"{human_bytes(total)}"
+            f", {human_bytes(total - x.peak_bytes)} below XLA's total of {human_bytes(total)}" \
+            if x.peak_bytes < total else f", not below XLA's total of {human_bytes(total)}"
         whence = f" (XLA's figure; its buffer-assignment proto holds {x.heap_traces} " \
             "heap-simulator traces)" if "Proto" in x.source else ""
         lines.append(f"  XLA's peak_memory_in_bytes: {human_bytes(x.peak_bytes)}{versus}{whence}")
