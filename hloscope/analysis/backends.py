@@ -353,10 +353,13 @@ BACKENDS: dict[str, Backend] = {
     # Its no-fusion compile disables splitk-rewriter and dot-merger: the estimate undoes both.
     "gpu": Backend("gpu", 256, gpu_share, padded_sizes=False,
                    count_tuple_tables=True, unfuse_undo=("split-k", "dot-merger")),
-    # Measured on libtpu dumps of the BERT step (tpu-v3): appended tuple tables start every
-    # 16 KiB and take 1 KiB each. On tpu-v4 XLA reports no temp for them (0 for programs whose
-    # working set memory-space assignment moves on chip), so they are not counted there.
-    "tpu": Backend("tpu", 512, _path_share(allow_other_users=True), padded_sizes=True,
+    # Measured on libtpu dumps (tpu-v3): the heap places its chunks at multiples of 16 KiB
+    # (libtpu's own assignment, read on every compile, showed 4 KiB values 16 KiB apart with
+    # nothing between; with 16 KiB offsets 9 of the 14 tpu-v3 fixtures went exact, from
+    # 0.21-1.0x), and appended tuple tables start every 16 KiB and take 1 KiB each. On tpu-v4
+    # XLA reports no temp for them (0 for programs whose working set memory-space assignment
+    # moves on chip), so they are not counted there.
+    "tpu": Backend("tpu", 16384, _path_share(allow_other_users=True), padded_sizes=True,
                    count_tuple_tables=True, table_alignment=16384, table_min_size=1024),
     "tpu-v4": Backend("tpu-v4", 512, _path_share(allow_other_users=True), padded_sizes=True,
                       count_tuple_tables=False),
