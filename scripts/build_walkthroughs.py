@@ -443,8 +443,18 @@ def build(live: bool, check: bool = False, rerun: tuple[str, ...] = ()) -> int:
     runs = Runs(stored, live, rerun)
     WRITE_PICTURES[0] = not check
     changed = []
-    for name in templates():
-        page = render(name, runs)
+    try:
+        pages = {name: render(name, runs) for name in templates()}
+    except BaseException:
+        if not check:
+            # Keep what was compiled (minutes each) for the next build, then stop.
+            with open(RUNS, "w") as f:
+                json.dump({**stored, **runs.used}, f, indent=1, sort_keys=True)
+                f.write("\n")
+            print("a page failed to render; the compiles that ran are kept in runs.json",
+                  file=sys.stderr)
+        raise
+    for name, page in pages.items():
         path = os.path.join(PAGES, name[:-len(".j2")])
         old = open(path).read() if os.path.exists(path) else None
         if old != page:
