@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -138,9 +139,9 @@ def test_not_a_proto_is_a_clear_error() -> None:
         read_assignment(base64.b64decode(_captured(base)["proto"]), b"")
 
 
-def test_saved_run_checks_value_by_value_without_jax(tmp_path, capsys) -> None:
-    """A `diff --save` directory keeps the proto: `check` compares value by value from it, in a
-    process that never imports JAX."""
+def _saved_donated_step(tmp_path: Any) -> Any:
+    """A directory as `diff --save` writes the cpu target of the donated BERT layer step:
+    its texts, XLA's figures and XLA's own assignment (the proto and the module proto)."""
     from hloscope.pipeline import SAVED_TARGET
     base = fixture_path("cpu", "bert_layer_train_step_donated")
     d = tmp_path / "cpu"
@@ -152,6 +153,13 @@ def test_saved_run_checks_value_by_value_without_jax(tmp_path, capsys) -> None:
     with open(base + ".memory.json") as f:
         xla = json.load(f)
     (d / SAVED_TARGET).write_text(json.dumps({"target": "cpu", "backend": "cpu", "xla": xla}))
+    return d
+
+
+def test_saved_run_checks_value_by_value_without_jax(tmp_path, capsys) -> None:
+    """A `diff --save` directory keeps the proto: `check` compares value by value from it, in a
+    process that never imports JAX."""
+    d = _saved_donated_step(tmp_path)
     code = ("import sys; from hloscope.cli import run; rc = run(['check', sys.argv[1]]); "
             "assert 'jax' not in sys.modules; sys.exit(rc)")
     proc = subprocess.run([sys.executable, "-c", code, str(d)], capture_output=True,
@@ -207,17 +215,7 @@ def test_proto_and_dump_of_one_compile_agree(tmp_path) -> None:
 def test_report_shows_xla_assignment_and_the_split(tmp_path) -> None:
     """The HTML report of a saved run shows the agreement with XLA's own assignment, XLA's
     temp allocation at its fullest (marked as XLA's) and where the step's bytes go."""
-    from hloscope.pipeline import SAVED_TARGET
-    base = fixture_path("cpu", "bert_layer_train_step_donated")
-    d = tmp_path / "cpu"
-    d.mkdir()
-    for part in ("pre", "post"):
-        shutil.copy(f"{base}.{part}.hlo", d / f"{part}.hlo")
-    for kind in ("xla-assignment.pb", "xla-module.pb"):
-        shutil.copy(f"{base}.{kind}", d / kind)
-    with open(base + ".memory.json") as f:
-        xla = json.load(f)
-    (d / SAVED_TARGET).write_text(json.dumps({"target": "cpu", "backend": "cpu", "xla": xla}))
+    d = _saved_donated_step(tmp_path)
     out = tmp_path / "r.html"
     assert run(["report", str(d), "-o", str(out)]) == 0
     html = out.read_text()
