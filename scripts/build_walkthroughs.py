@@ -332,6 +332,12 @@ def total_of(xla: dict[str, int]) -> int:
         xla.get("alias_size_in_bytes", 0) + xla["temp_size_in_bytes"]
 
 
+def budget(name: str) -> int:
+    """A device's memory budget in bytes, as `hloscope fit --budget NAME` reads it."""
+    from hloscope.fit import parse_budget
+    return parse_budget(name)
+
+
 def xla_assignment_figures(base: str) -> dict[str, int]:
     """memory_analysis()'s figures as XLA's own buffer assignment kept beside a fixture sums
     them (``base``: the fixture's path without extension)."""
@@ -422,7 +428,7 @@ def render(name: str, runs: Runs) -> str:
     template = env.get_template(name)
     return template.render(run=runs, mib=mib, gib=gib, human=human, total=total, saved=saved,
                            claim=claim, word=word, fits=fits, total_of=total_of,
-                           xla_assignment_figures=xla_assignment_figures,
+                           xla_assignment_figures=xla_assignment_figures, budget=budget,
                            korthikanti=korthikanti, fusion_text=fusion_text,
                            first_line=first_line, padded_example=padded_example,
                            report_of=report_of, xla_figures=xla_figures,
