@@ -30,10 +30,12 @@ UNFUSED = {
     ("gpu-h100", "bert_layer_train_step.nofusion-nocublas"): 0.982,
     ("gpu-h100", "convnet_train_step.nofusion-nocublas"): 1.000,
     ("gpu-h100", "layer_norm.nofusion-nocublas"): 1.000,
-    ("tpu-v3", "bert_layer_forward.nofusion"): 0.994,  # 0.990 at 512 B heap offsets
-    ("tpu-v3", "bert_layer_train_step.nofusion"): 0.845,  # 0.841
-    ("tpu-v3", "convnet_train_step.nofusion"): 0.868,
-    ("tpu-v3", "layer_norm.nofusion"): 0.989,  # 0.985
+    # tpu-v3: 0.990, 0.841, 0.868, 0.985 with XLA's best-fit heap at 512 B offsets; libtpu's
+    # own (first-fit, 16 KiB offsets) took them here.
+    ("tpu-v3", "bert_layer_forward.nofusion"): 0.997,
+    ("tpu-v3", "bert_layer_train_step.nofusion"): 0.942,
+    ("tpu-v3", "convnet_train_step.nofusion"): 0.913,
+    ("tpu-v3", "layer_norm.nofusion"): 0.988,
 }
 BOUND = {"cpu": 0.05, "gpu-h100": 0.05, "tpu-v3": 0.25}
 

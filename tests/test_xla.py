@@ -48,16 +48,11 @@ def test_every_jax_fixture_kept_xla_assignment() -> None:
 # by hloscope (measured; a change in either direction shows up here).
 CLASS_SWAPS = {"cpu/keras_encoder_forward": 2}
 
-# tpu-v3: hloscope's HLO-level temp over libtpu's own temp allocation, measured. The heap's
-# 16 KiB offsets (read off libtpu's assignment) make 10 of the 14 exact; the donated steps and
-# the ConvNet are still below it (docs/memory-model.md). The model is never above it.
-TPU_V3_RATIO = {"bert_layer_bf16_train_step": 1.0, "bert_layer_bf16_train_step_donated": 0.887,
-                "bert_layer_forward": 1.0, "bert_layer_train_step": 1.0,
-                "bert_layer_train_step_donated": 0.981, "bert_stack2_train_step_donated": 0.974,
-                "convnet_train_step": 0.773, "convnet_train_step_donated": 0.771,
-                "dropout_mlp": 1.0, "layer_norm": 1.0, "scan_rnn_forward": 1.0,
-                "scan_rnn_train_step": 1.0, "scan_rnn_train_step_donated": 1.0,
-                "softmax": 1.0}
+# tpu-v3: hloscope's HLO-level temp over libtpu's own temp allocation, measured. With libtpu's
+# own heap (first-fit in event order, 16 KiB offsets: read off its assignment) 13 of the 14
+# are exact; the two-layer donated stack is 0.984 (docs/memory-model.md). The model is never
+# above it.
+TPU_V3_RATIO = {"bert_stack2_train_step_donated": 0.984}
 
 
 @pytest.mark.parametrize("base", CAPTURED, ids=lambda b: os.path.relpath(b, FIXTURES))
@@ -90,7 +85,7 @@ def test_assignment_read_and_mapped(base: str) -> None:
     if key.startswith("tpu-v3/"):
         assert a.scratch == xla["temp_size_in_bytes"] - own["temp_size_in_bytes"] >= 0
         assert temp.ours <= temp.xla
-        assert round(temp.ours / temp.xla, 3) == TPU_V3_RATIO[os.path.basename(base)]
+        assert round(temp.ours / temp.xla, 3) == TPU_V3_RATIO.get(os.path.basename(base), 1.0)
         return
     assert own["temp_size_in_bytes"] == xla["temp_size_in_bytes"]
     assert a.scratch is None
@@ -222,3 +217,26 @@ def test_report_shows_xla_assignment_and_the_split(tmp_path) -> None:
     assert "agreement with XLA&#39;s own assignment (130 allocations, proto): temp 1.000" in html
     assert "XLA's own assignment at its fullest" in html
     assert "activations kept for the backward pass, in temp" in html
+
+
+# Values libtpu places elsewhere than hloscope while the totals agree (measured): in the
+# ConvNet step two 1 MiB and two small values trade places (libtpu keeps a pooling output's
+# region busy two steps longer than the model's live range says).
+MOVED = {"convnet_train_step": 4, "layer_norm": 0, "scan_rnn_train_step": 0}
+
+
+@pytest.mark.parametrize("stem", sorted(MOVED))
+def test_tpu_heap_places_each_value_where_libtpu_does(stem: str) -> None:
+    """libtpu's temp heap (tpu-v3) is first-fit in the heap simulator's event order at 16 KiB
+    offsets: the values of its temp allocation sit at the offsets hloscope gives them."""
+    from hloscope.analysis.liveness import analyze
+    base = fixture_path("tpu-v3", stem)
+    allocations = read_captured(_captured(base))
+    a = analyze(parse_file(base + ".post.hlo"), "tpu")
+    ours = {(a.values[v].instruction, a.values[v].index): b.offset
+            for b in a.buffers if b.cls == "temp" for v in b.values}
+    xla = {(v.instruction, v.index): v.offset for al in allocations
+           if al.kind == "temp" and al.color == 0 for v in al.values
+           if (v.instruction, v.index) in ours}
+    assert len(xla) >= 2
+    assert sum(ours[k] != off for k, off in xla.items()) == MOVED[stem]

@@ -353,14 +353,17 @@ BACKENDS: dict[str, Backend] = {
     # Its no-fusion compile disables splitk-rewriter and dot-merger: the estimate undoes both.
     "gpu": Backend("gpu", 256, gpu_share, padded_sizes=False,
                    count_tuple_tables=True, unfuse_undo=("split-k", "dot-merger")),
-    # Measured on libtpu dumps (tpu-v3): the heap places its chunks at multiples of 16 KiB
-    # (libtpu's own assignment, read on every compile, showed 4 KiB values 16 KiB apart with
-    # nothing between; with 16 KiB offsets 9 of the 14 tpu-v3 fixtures went exact, from
-    # 0.21-1.0x), and appended tuple tables start every 16 KiB and take 1 KiB each. On tpu-v4
-    # XLA reports no temp for them (0 for programs whose working set memory-space assignment
-    # moves on chip), so they are not counted there.
+    # Measured on libtpu's own assignment (tpu-v3, read on every compile): its temp heap is
+    # an online first-fit allocator in the heap simulator's event order, not XLA's best-fit
+    # over sorted buffers (a ConvNet step's values sit exactly where first-fit puts them),
+    # at offsets that are multiples of 16 KiB (4 KiB values 16 KiB apart with nothing
+    # between); appended tuple tables start every 16 KiB and take 1 KiB each. With both, 13 of
+    # the 14 tpu-v3 fixtures equal libtpu's temp to the byte (were 0.21-1.0x). On tpu-v4 XLA
+    # reports no temp for the tables (0 for programs whose working set memory-space
+    # assignment moves on chip), so they are not counted there.
     "tpu": Backend("tpu", 16384, _path_share(allow_other_users=True), padded_sizes=True,
-                   count_tuple_tables=True, table_alignment=16384, table_min_size=1024),
+                   count_tuple_tables=True, table_alignment=16384, table_min_size=1024,
+                   heap_orders=("first-fit",)),
     "tpu-v4": Backend("tpu-v4", 512, _path_share(allow_other_users=True), padded_sizes=True,
                       count_tuple_tables=False),
 }
