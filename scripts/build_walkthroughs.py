@@ -138,6 +138,16 @@ def prune(report: Any) -> Any:
     for target in report.get("targets", []):
         for key in UNSTORED:
             target.pop(key, None)
+        # XLA's assignment allocation by allocation, and its temp allocation's timeline, are
+        # the JSON's for a reader's tools; a page reads their sums (and the text has them).
+        own = target.get("xla_assignment")
+        if isinstance(own, dict) and "allocations" in own:
+            own["allocation_count"] = len(own.pop("allocations"))
+        peak = (target.get("agreement") or {}).get("peak")
+        if isinstance(peak, dict):
+            peak.pop("timeline", None)
+            if isinstance(peak.get("live"), list):
+                peak["live"] = peak["live"][:3]
     return relative(report)
 
 
@@ -272,12 +282,17 @@ def unchecked_claims(template: str) -> list[tuple[int, str, str]]:
     import re
     out = []
     prose: list[tuple[int, str]] = []
-    fenced = False
+    fenced = tag = False
     for n, line in enumerate(template.splitlines(), 1):
         if line.startswith("```"):
             fenced = not fenced
             continue
-        if fenced or line.lstrip().startswith(("{%", "{#", "<!--", "#")):
+        if tag or line.lstrip().startswith("{%"):
+            # A template tag, which may run over several lines ({% set rows = [ ... ] %}).
+            tag = line.rfind("{%") > line.rfind("%}") if not tag else "%}" not in line
+            prose.append((n, ""))
+            continue
+        if fenced or line.lstrip().startswith(("{#", "<!--", "#")):
             prose.append((n, ""))
             continue
         prose.append((n, line))
@@ -393,6 +408,59 @@ def korthikanti(s: int, b: int, h: int, a: int, bytes_per: int = 2,
     return out
 
 
+def eager_at(points: list[dict[str, Any]], value: int) -> tuple[float, bool]:
+    """A fit's eager total at ``value``: (its own figure, True) where the fit compiled that
+    value; else (the straight line through the two values it compiled nearest, False). A
+    training step's op-by-op total is affine in the batch to within a few percent."""
+    got = {p["value"]: p["eager"] for p in points}
+    if value in got:
+        return float(got[value]), True
+    near = sorted(got, key=lambda v: (abs(v - value), v))[:2]
+    if len(near) < 2:
+        raise ValueError(f"a fit with one point cannot say its total at {value}")
+    a, b = sorted(near)
+    slope = (got[b] - got[a]) / (b - a)
+    return got[a] + slope * (value - a), False
+
+
+def bert_classifier_sizes(size: str) -> dict[str, int]:
+    """What examples/bert_classifier.py builds at ``size``, read from the example itself:
+    its parameter bytes, layers, hidden width and attention heads."""
+    import importlib
+    examples = os.path.join(ROOT, "examples")
+    if examples not in sys.path:
+        sys.path.insert(0, examples)
+    import jax
+    bc = importlib.import_module("bert_classifier")
+    cfg = importlib.import_module("bert_layer").CONFIGS[size]
+    shapes = jax.eval_shape(lambda: bc.init_model(size, "classifier"))
+    params = sum(int(x.size) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
+    return {"param_bytes": params, "layers": bc.LAYERS[size], "hidden": cfg["hidden"],
+            "heads": cfg["heads"]}
+
+
+def readme_cell(fit: dict[str, Any], batch: int, size: str, seq: int) -> dict[str, Any]:
+    """One cell of the BERT README's table beside a ``hloscope fit`` of the same model: the
+    model's eager total at the README's batch and the next, and so what the README's batch
+    implies TensorFlow 1.11 needed beyond the model's count (more than budget - total at
+    batch + 1, at most budget - total at batch); and two things the model leaves out that the
+    sizes alone count: TensorFlow 1.x's f32 dropout masks (4 bytes an element where the
+    model keeps 1-byte booleans: 3 more) at batch + 1, and the reference code's
+    ``clip_by_global_norm``, which holds a clipped copy of every gradient (parameter bytes)."""
+    sizes = bert_classifier_sizes(size)
+    h, a, n = sizes["hidden"], sizes["heads"], sizes["layers"]
+    # Dropout on the embeddings, and per layer on the attention probabilities and the two
+    # residual branches, per sequence (the pooler's is one vector).
+    masks = seq * h + n * (a * seq * seq + 2 * seq * h) + h
+    budget_bytes = fit["budget_bytes"]
+    nxt, nxt_exact = eager_at(fit["points"], batch + 1)
+    at, at_exact = eager_at(fit["points"], batch) if batch else (None, True)
+    return {"next": nxt, "next_exact": nxt_exact, "at": at, "at_exact": at_exact,
+            "extra_low": budget_bytes - nxt,
+            "extra_high": None if at is None else budget_bytes - at,
+            "f32_masks": 3 * masks * (batch + 1), "clipped": sizes["param_bytes"]}
+
+
 def sweep_picture(run: Run, name: str, alt: str) -> str:
     """The plot of a sweep command's figures (``hloscope sweep --svg`` draws the same), as
     docs/walkthroughs/pictures/NAME.svg, and the Markdown that shows it."""
@@ -433,6 +501,7 @@ def render(name: str, runs: Runs) -> str:
                            first_line=first_line, padded_example=padded_example,
                            report_of=report_of, xla_figures=xla_figures,
                            summary_of=summary_of, sweep_picture=sweep_picture, sum=sum,
+                           readme_cell=readme_cell,
                            round=round,
                            len=len, sorted=sorted, max=max, min=min, abs=abs)
 

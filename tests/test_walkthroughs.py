@@ -138,9 +138,46 @@ def test_the_claim_checker_catches_what_it_should() -> None:
             "```console\n$ hloscope fit m.py\nfits 3 above {{ x }}\n```\n\n"
             "It {{ claim(a < b, 'fits') }} in {{ gib(c) }}.\n")
     assert [(line, w) for line, w, _ in bw.unchecked_claims(page)] == [(1, "shrink")]
+    # A tag over several lines is not prose; the prose after it is.
+    tagged = ('{% set rows = [\n  ("above", 1),\n] %}\n'
+              "{% if x %}{{ y }}{% endif %}\nIt grows to {{ gib(a) }}.\n")
+    assert [(line, w) for line, w, _ in bw.unchecked_claims(tagged)] == [(5, "grow")]
     assert bw.claim(True, "below") == "below"
     with pytest.raises(bw.ClaimError, match="'below'"):
         bw.claim(False, "below")
     assert (bw.word(2, 1, "grows", "shrinks"), bw.word(1, 2, "grows", "shrinks"),
             bw.word(1, 1, "grows", "shrinks", "stays")) == ("grows", "shrinks", "stays")
     assert (bw.fits(10, 10), bw.fits(11, 10)) == ("fits", "does not fit")
+
+
+def test_a_readme_cell_brackets_what_tensorflow_added() -> None:
+    """The README's batch fitted 12 GB and one more did not: what TensorFlow 1.11 needed
+    beyond the model lies between budget - total(batch + 1) and budget - total(batch); a
+    batch the fit did not compile is read off the line through the nearest two it did."""
+    points = [{"value": 1, "eager": 1000}, {"value": 2, "eager": 1100},
+              {"value": 4, "eager": 1300}]
+    assert bw.eager_at(points, 2) == (1100.0, True)
+    assert bw.eager_at(points, 3) == (1200.0, False)
+    assert bw.eager_at(points, 6) == (1500.0, False)
+    with pytest.raises(ValueError):
+        bw.eager_at(points[:1], 3)
+
+
+@needs_jax
+def test_a_readme_cell_counts_the_masks_and_the_clipped_gradients() -> None:
+    """BERT-Base's classifier has 109,483,778 parameters (embeddings 30522+512+2 rows of 768
+    and their layer norm, 12 layers of 7,087,872, the pooler and a 2-way head): the clipped
+    copy of the gradients is their f32 bytes. Dropout masks per sequence of s tokens:
+    s·768 (embeddings) + 12·(12·s² + 2·s·768) + 768 (pooler), 3 bytes more each in f32."""
+    layer = 4 * (768 * 768 + 768) + 2 * 2 * 768 + 768 * 3072 + 3072 + 3072 * 768 + 768
+    params = (30522 + 512 + 2) * 768 + 2 * 768 + 12 * layer + 768 * 768 + 768 + 768 * 2 + 2
+    assert params == 109_483_778
+    fit = {"budget_bytes": 10_000, "points": [{"value": 1, "eager": 6_000},
+                                              {"value": 2, "eager": 7_000}]}
+    cell = bw.readme_cell(fit, 1, "base", 128)
+    masks = 128 * 768 + 12 * (12 * 128 * 128 + 2 * 128 * 768) + 768
+    assert cell["clipped"] == 4 * params
+    assert cell["f32_masks"] == 3 * masks * 2
+    assert (cell["extra_low"], cell["extra_high"]) == (3_000, 4_000)
+    zero = bw.readme_cell(fit, 0, "base", 128)
+    assert (zero["extra_low"], zero["extra_high"]) == (4_000, None)
