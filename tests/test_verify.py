@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import HLO_FIXTURES, fixture_id
+from conftest import HLO_FIXTURES, fixture_id, needs_jax
 from hloscope.cli import run
 from hloscope.hlo.parser import parse, parse_file
 from hloscope.hlo.verify import HloVerifyError, problems, verify
@@ -77,7 +77,50 @@ CASES = {
     "sharding-devices": (
         "  ROOT %n = f32[8,4]{1,0} negate(%x), sharding={devices=[2,1]0,1}",
         "  ROOT %n = f32[8,4]{1,0} negate(%x), sharding={devices=[2,2]0,1}"),
+    "element-type": (
+        "  %i = s32[8,4]{1,0} convert(%x)\n  ROOT %n = s32[8,4]{1,0} add(%i, %i)",
+        "  %i = s32[8,4]{1,0} convert(%x)\n  ROOT %n = f32[8,4]{1,0} add(%x, %i)"),
 }
+
+# What a new user tried (the issue's own examples) and more of each family: every one
+# verified "ok" before the element-type rule.
+WRONG_TYPES = {
+    "f32 add(f32, s32)": ("f32[4] add(p0, p1)", ["f32[4]", "s32[4]"], "different element types"),
+    "s32 negate(f32)": ("s32[4] negate(p0)", ["f32[4]"], "gives f32, not s32"),
+    "f32 compare(f32, f32)": ("f32[4] compare(p0, p1), direction=LT", ["f32[4]", "f32[4]"],
+                              "gives pred, not f32"),
+    "s32 exponential(s32)": ("s32[4] exponential(p0)", ["s32[4]"], "floating or complex"),
+    "f32 and(f32, f32)": ("f32[4] and(p0, p1)", ["f32[4]", "f32[4]"], "pred or integral"),
+    "u32 abs(u32)": ("u32[4] abs(p0)", ["u32[4]"], "signed integral"),
+    "c64 abs(c64)": ("c64[4] abs(p0)", ["c64[4]"], "gives f32, not c64"),
+    "f32 select(s32, f32, f32)": ("f32[4] select(p0, p1, p1)", ["s32[4]", "f32[4]"],
+                                  "predicate is s32"),
+    "f32 clamp(s32, f32, s32)": ("f32[4] clamp(p0, p1, p0)", ["s32[]", "f32[4]"],
+                                 "different element types"),
+    "f32 popcnt(f32)": ("f32[4] popcnt(p0)", ["f32[4]"], "integral operands"),
+}
+
+
+def _program(root: str, params: list[str]) -> str:
+    lines = [f"  p{i} = {t} parameter({i})" for i, t in enumerate(params)]
+    return "HloModule m\nENTRY e {\n" + "\n".join(lines) + f"\n  ROOT r = {root}\n}}\n"
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_TYPES))
+def test_wrong_element_types_are_rejected(case) -> None:
+    root, params, says = WRONG_TYPES[case]
+    text = _program(root, params)
+    with pytest.raises(HloVerifyError, match=says) as e:
+        verify(parse(text), text)
+    assert e.value.rule == "element-type" and e.value.line == len(params) + 3
+
+
+def test_mixed_floating_precision_passes() -> None:
+    """XLA:TPU's optimized modules hold ``bf16 copy(f32)`` (its pipeline verifies with mixed
+    precision allowed), so floating types of different widths are not an error here."""
+    for root, params in (("bf16[4] copy(p0)", ["f32[4]"]),
+                         ("f32[4] add(p0, p1)", ["bf16[4]", "f32[4]"])):
+        assert problems(parse(_program(root, params))) == []
 
 
 @pytest.mark.parametrize("rule", sorted(CASES))
@@ -194,3 +237,46 @@ def test_problems_are_located_the_same_in_crlf_and_cr_files(ending, tmp_path, ca
     broken = CASES["reshape-elements"][1]
     line = text.splitlines().index(broken) + 1
     assert f"twin.hlo:{line}:{broken.index('%') + 1}: error: " in capsys.readouterr().err
+
+
+def _xla_accepts(text: str) -> bool:
+    """Whether XLA's front door takes the module: its own HLO parser, the conversion to
+    StableHLO and StableHLO's verifier (jaxlib's hlo_to_stablehlo and the conversion back)."""
+    from jaxlib import _hlo, _jax
+    try:
+        proto = _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+        _jax.mlir.mlir_module_to_xla_computation(_jax.mlir.hlo_to_stablehlo(proto),
+                                                 False, False)
+    except Exception:
+        return False
+    return True
+
+
+@needs_jax
+def test_element_types_agree_with_xla_on_every_elementwise_op() -> None:
+    """Every elementwise opcode, select and clamp, over nine element types, each with every
+    result type: hloscope's verifier accepts exactly what XLA does, except a result whose
+    floating type differs from the operands' (mixed precision, which XLA:TPU's own optimized
+    modules hold)."""
+    from hloscope.hlo.infer import BINARY, UNARY
+    types = ["pred", "s8", "s32", "u32", "f16", "bf16", "f32", "f64", "c64"]
+    floating = {"f16", "bf16", "f32", "f64"}
+    disagree, n = [], 0
+    for op in sorted((BINARY | UNARY | {"select", "clamp"}) - {"convert"}):
+        arity = 3 if op in ("select", "clamp") else 2 if op in BINARY else 1
+        for t in types:
+            params = (["pred[4]"] if op == "select" else [f"{t}[4]"]) + [f"{t}[4]"] * (arity - 1)
+            for out in types:
+                # The floating type XLA infers (abs, real and imag of c64 give f32).
+                natural = "f32" if t == "c64" and op in ("abs", "real", "imag") else t
+                if natural != out and natural in floating and out in floating:
+                    continue
+                extra = ", direction=LT" if op == "compare" else ""
+                args = ", ".join(f"p{i}" for i in range(arity))
+                text = _program(f"{out}[4] {op}({args}){extra}", params)
+                ours = problems(parse(text)) == []
+                n += 1
+                if ours != _xla_accepts(text):
+                    disagree.append(f"{out} {op}({', '.join(params)}): hloscope "
+                                    f"{'accepts' if ours else 'rejects'}")
+    assert n > 3000 and disagree == [], "\n".join(disagree[:20])

@@ -16,7 +16,7 @@ UNARY = frozenset({"negate", "abs", "exponential", "exponential-minus-one", "log
                    "log-plus-one", "tanh", "sqrt", "rsqrt", "cbrt", "convert", "floor", "ceil",
                    "sign", "cosine", "sine", "tan", "logistic", "not", "round-nearest-afz",
                    "round-nearest-even", "is-finite", "copy", "real", "imag", "erf",
-                   "popcnt", "clz"})
+                   "popcnt", "count-leading-zeros"})
 # Elementwise ops whose element type is not their first operand's.
 _TYPE_CHANGING = frozenset({"compare", "is-finite", "convert", "complex", "real", "imag"})
 INFERABLE = (BINARY | UNARY | {"tuple", "get-tuple-element", "select", "clamp"}) \

@@ -61,6 +61,88 @@ def _elementwise(comp: Computation, instr: Instruction, ops: list[Shape]) -> Non
                            "same dimensions")
 
 
+# Element-type classes, as XLA's primitive_util groups them.
+def _floating(t: str) -> bool:
+    return t.startswith("f") or t == "bf16"
+
+
+def _complex(t: str) -> bool:
+    return t in ("c64", "c128")
+
+
+def _integral(t: str) -> bool:
+    return re.fullmatch(r"[su]\d+", t) is not None
+
+
+_REAL_OF = {"c64": "f32", "c128": "f64"}
+_COMPLEX_OF = {"f32": "c64", "f64": "c128"}
+# What each opcode's operands may be, as XLA's front door states it (the element types
+# StableHLO's op definitions allow, which XLA's ShapeInference shares for these opcodes);
+# the other elementwise opcodes take any array type.
+_FLOAT_ONLY = frozenset({"floor", "ceil", "round-nearest-afz", "round-nearest-even",
+                         "is-finite", "erf", "cbrt"})
+_FLOAT_OR_COMPLEX = frozenset({"exponential", "exponential-minus-one", "log", "log-plus-one",
+                               "tanh", "sqrt", "rsqrt", "cosine", "sine", "tan",
+                               "logistic", "real", "imag", "atan2"})
+_PRED_OR_INTEGRAL = frozenset({"and", "or", "xor", "not"})
+_INTEGRAL_ONLY = frozenset({"shift-left", "shift-right-logical", "shift-right-arithmetic",
+                            "popcnt", "count-leading-zeros"})
+_SIGNED = frozenset({"abs", "sign"})  # signed integral, floating or complex
+# integral, floating or complex (add, multiply, maximum and minimum take pred too)
+_NOT_PRED = frozenset({"negate", "remainder", "subtract", "divide", "power"})
+
+
+def _same_ignoring_precision(a: str, b: str) -> bool:
+    """One element type, or two floating types: XLA's TPU pipeline verifies with mixed
+    precision allowed (its optimized modules hold ``bf16 copy(f32)``), and the text does not
+    say which pipeline wrote it."""
+    return a == b or (_floating(a) and _floating(b))
+
+
+def _element_types(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    """The element types of an elementwise op, its operands and its result: operands of one
+    type (floating types of different widths pass: mixed precision), each opcode's type
+    family, and the result's type: pred for compare and is-finite, the real
+    type for real/imag/abs of a complex value, complex for complex, the operands' otherwise
+    (convert and bitcast-convert choose theirs)."""
+    op = instr.opcode
+    if op in ("convert", "bitcast-convert") or not instr.shape.is_array or \
+            not ops or not all(s.is_array for s in ops):
+        return
+    types = [s.element_type for s in ops]
+    out = instr.shape.element_type
+    values = types[1:] if op == "select" else types
+    if op == "select" and types[0] != "pred":
+        raise _Problem("element-type", f"select's predicate is {types[0]}, not pred")
+    for t in values[1:]:
+        if not _same_ignoring_precision(t, values[0]):
+            raise _Problem("element-type",
+                           f"{op} operands have different element types: {values[0]} and {t}")
+    t = values[0]
+    family = ("floating" if op in _FLOAT_ONLY and not _floating(t) else
+              "floating or complex" if op in _FLOAT_OR_COMPLEX and not (_floating(t) or
+                                                                         _complex(t)) else
+              "pred or integral" if op in _PRED_OR_INTEGRAL and not (t == "pred" or
+                                                                       _integral(t)) else
+              "integral" if op in _INTEGRAL_ONLY and not _integral(t) else
+              "integral, floating or complex" if op in _NOT_PRED and t == "pred" else
+              "signed integral, floating or complex" if op in _SIGNED and (
+                  t == "pred" or t.startswith("u")) else
+              "floating" if op == "complex" and t not in _COMPLEX_OF else None)
+    if family is not None:
+        raise _Problem("element-type", f"{op} takes {family} operands, not {t}")
+    if op in ("compare", "is-finite"):
+        want = "pred"
+    elif op in ("real", "imag", "abs"):
+        want = _REAL_OF.get(t, t)
+    elif op == "complex":
+        want = _COMPLEX_OF[t]
+    else:
+        want = t
+    if not _same_ignoring_precision(out, want):
+        raise _Problem("element-type", f"{op} of {t} gives {want}, not {out}")
+
+
 def _broadcast(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
     dims = _ints(instr, "dimensions") or ()
     if not ops or not ops[0].is_array:
@@ -207,8 +289,25 @@ def _get_tuple_element(comp: Computation, instr: Instruction, ops: list[Shape]) 
                        f"{_text(instr.shape)}")
 
 
+def _elementwise_typed(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    _elementwise(comp, instr, ops)
+    _element_types(comp, instr, ops)
+
+
+def _ternary(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    """select and clamp: the dimensions of the operands that are not scalars (XLA lets a
+    select's predicate and a clamp's bounds be scalars) and the element types."""
+    _elementwise(comp, instr, [s for s in ops if not (s.is_array and s.rank == 0)])
+    if instr.opcode == "clamp" and len(ops) == 3:
+        # clamp(min, x, max): x's type is the result's; the bounds match it.
+        _element_types(comp, instr, [ops[1], ops[0], ops[2]])
+    else:
+        _element_types(comp, instr, ops)
+
+
 _RULES: dict[str, Rule] = {
-    **{op: _elementwise for op in BINARY | UNARY},
+    **{op: _elementwise_typed for op in BINARY | UNARY},
+    "select": _ternary, "clamp": _ternary,
     "broadcast": _broadcast, "reshape": _reshape, "transpose": _transpose, "dot": _dot,
     "reduce": _reduce, "slice": _slice, "concatenate": _concatenate,
     "get-tuple-element": _get_tuple_element,
