@@ -152,6 +152,8 @@ def capture_tf() -> None:
         base = os.path.join(FIXTURES, "cpu", f"bert_layer_tf_{entry}")
         write(base + ".pre.hlo", lowered.pre)
         write(base + ".post.hlo", lowered.post)
+        write(base + ".memory.json", json.dumps(lowered.memory, indent=2, sort_keys=True) + "\n")
+        write_assignment(base, lowered.assignment)
 
 
 # --xla_dump_to directories kept as ground truth for buffer assignment: (target, model, entry,

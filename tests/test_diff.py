@@ -97,13 +97,52 @@ def test_list_entries_and_sizes(capsys) -> None:
     assert "train_step  (jax, 7 arguments)" in out
 
 
+def _tf_step(capsys, *args: str) -> dict:
+    r = diff_json(capsys, os.path.join(ROOT, "examples", "bert_layer_tf.py"), "--entry",
+                  "train_step", *args)
+    (t,) = r["targets"]
+    assert t["framework"] == "tf" and t["post"]["fusions"] > 0
+    # The layer's weights (as the JAX layer's), Adam's two moments of them, the learning
+    # rate (f32) and step count (s64), x and the mask (BERT-Base, seq 128):
+    # (TPU layouts pad some of them.)
+    weights = 28_351_488
+    if t["backend"] != "tpu":
+        assert t["memory"]["fused"]["parameter_bytes"] == 3 * weights + 4 + 8 + 4 * 128 * 769
+    # Every variable the step assigns is aliased, so it counts once in the total.
+    xla = t["memory"]["xla"]
+    assert xla["alias_size_in_bytes"] > 0.99 * xla["output_size_in_bytes"]
+    assert t["memory"]["xla_unfused"]["temp_size_in_bytes"] > 0  # the compile without fusion
+    return t
+
+
 @needs_tf
 def test_tensorflow_model_file(capsys) -> None:
-    r = diff_json(capsys, os.path.join(ROOT, "examples", "bert_layer_tf.py"))
-    (t,) = r["targets"]
-    assert t["framework"] == "tf" and t["memory"]["xla"] is None
-    assert t["post"]["fusions"] > 0 and t["eliminated"]["count"] > 0
-    assert t["memory"]["fused"]["parameter_bytes"] == 28_745_216  # same layer as the JAX one
+    """A TensorFlow step compiled through the same path as JAX's: XLA's figures, its own
+    assignment, the compile without fusion, and source lines in the model file."""
+    t = _tf_step(capsys)
+    assert t["eliminated"]["count"] > 0
+    assert t["memory"]["fused"]["temp_packed_bytes"] == t["memory"]["xla"]["temp_size_in_bytes"]
+    assert [f["name"] for f in t["agreement"]["figures"]] == ["temp", "alias", "total"]
+    assert all(f["ours"] == f["xla"] for f in t["agreement"]["figures"])
+    sources = [s for f in t["top_fusions"] for s in f["source_lines"]]
+    example = os.path.join(ROOT, "examples", "bert_layer_tf.py:")
+    assert sources and all(s.startswith(example) for s in sources), sources
+
+
+@needs_tf
+@needs_tpu
+def test_tensorflow_model_file_on_tpu(capsys) -> None:
+    t = _tf_step(capsys, "--target", "tpu-v3")
+    assert t["backend"] == "tpu"
+    own = {f["name"]: f for f in t["agreement"]["figures"]}
+    assert own["temp"]["ours"] == own["temp"]["xla"]  # against libtpu's own assignment
+
+
+@needs_tf
+@needs_gpu
+def test_tensorflow_model_file_on_gpu(capsys) -> None:
+    t = _tf_step(capsys, "--target", "gpu-h100")
+    assert t["memory"]["fused"]["temp_packed_bytes"] == t["memory"]["xla"]["temp_size_in_bytes"]
 
 
 # --- HLO files and directories ------------------------------------------------------------------

@@ -64,8 +64,43 @@ def test_tf_lowering_gives_pre_and_post_hlo() -> None:
     assert post.is_scheduled and not pre.is_scheduled
     assert pre.entry.root.shape.dimensions == ()
     assert {"maximum", "multiply", "reduce"} <= {i.opcode for i in pre.entry}
-    with pytest.raises(ValueError, match="cpu target only"):
-        lower(f, (tf.ones((4, 8)),), target="tpu-v3")
+    assert lowered.memory["argument_size_in_bytes"] == 4 * 4 * 8
+    assert lowered.memory["output_size_in_bytes"] == 4
+    assert lowered.framework == "tf" and lowered.post_unfused is None
+
+
+@needs_tf
+def test_tf_source_lines_are_the_users() -> None:
+    """TensorFlow's metadata names its own ops.py; hloscope puts the user's line there, and a
+    gradient op gets its forward op's line."""
+    import tensorflow as tf
+
+    from hloscope.frontends.tf import lower
+
+    w = tf.Variable(tf.ones((8, 4)))
+
+    @tf.function(jit_compile=True)
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.tanh(x @ w))  # the forward line
+        w.assign_sub(0.1 * tape.gradient(loss, w))
+        return loss
+
+    lowered = lower(step, (tf.ones((2, 8)),), xla_unfused=True)
+    pre = parse(lowered.pre)
+    here = [i for i in pre.entry if i.opcode == "tanh"]
+    assert here
+    loc = pre.source_location(here[0])
+    assert loc is not None and loc.file.endswith("test_frontends.py")
+    with open(__file__) as f:
+        assert "# the forward line" in f.read().splitlines()[loc.line - 1]
+    def op_name(i):
+        return i.metadata.op_name if i.metadata is not None else ""
+    grads = [i for i in pre.entry if op_name(i).startswith("gradient_tape/matmul/")]
+    assert grads and all(pre.source_location(i).line == loc.line for i in grads)
+    # The variable is updated in place: its output aliases its parameter.
+    assert lowered.memory["alias_size_in_bytes"] == 4 * 8 * 4
+    assert lowered.post_unfused is not None
 
 
 # Deviceless TPU and GPU compiles run in a fresh process: the CUDA plugin needs its environment

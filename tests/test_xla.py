@@ -44,9 +44,10 @@ def test_every_jax_fixture_kept_xla_assignment() -> None:
 
 
 # Values the model puts in another class than XLA while every figure agrees: two equal-size
-# temporaries of the Keras encoder, one parked in the output allocation by XLA and the other
-# by hloscope (measured; a change in either direction shows up here).
-CLASS_SWAPS = {"cpu/keras_encoder_forward": 2}
+# temporaries of the Keras encoder (and of the same layer from TensorFlow), one parked in the
+# output allocation by XLA and the other by hloscope (measured; a change in either direction
+# shows up here).
+CLASS_SWAPS = {"cpu/keras_encoder_forward": 2, "cpu/bert_layer_tf_forward": 2}
 
 # tpu-v3: hloscope's HLO-level temp over libtpu's own temp allocation, measured. With libtpu's
 # own heap (first-fit in event order, 16 KiB offsets: read off its assignment) 13 of the 14

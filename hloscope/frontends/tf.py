@@ -1,30 +1,183 @@
-"""Lower a TensorFlow function to HLO text before and after XLA optimization.
+"""Lower a TensorFlow function to HLO before and after XLA optimization, for any target.
 
-Uses ``tf.function(jit_compile=True).experimental_get_compiler_ir`` with stages ``hlo`` and
-``optimized_hlo``; TensorFlow is imported only when this is called. CPU only: TensorFlow has no
-deviceless TPU or GPU compile.
+TensorFlow's bridge gives the module before optimization
+(``tf.function(jit_compile=True).experimental_get_compiler_ir(...)``: stage ``hlo`` as text,
+``hlo_serialized`` as an ``HloModuleProto``). The proto is converted to StableHLO with
+jaxlib (``mlir.hlo_to_stablehlo``) and compiled through the same deviceless compile step as a
+JAX entry (``frontends.jax.compile_with_assignment``): every target, XLA's memory figures, its
+compile without fusion and its own buffer assignment. Two things are rewritten on the way, and
+neither changes a value:
+
+- the ``copy`` ops TensorFlow's bridge puts on returned values are removed (the TPU compiler
+  refuses ``mhlo.copy``; a copy is an identity on values), and in the text before
+  optimization they become bitcasts, so the op-by-op count matches the module compiled;
+- the metadata's source lines, which name TensorFlow's own ``ops.py``, are set to the
+  user's line of each op (``user_lines``, from the graph's tracebacks);
+- nothing else: the module's ``input_output_alias`` (the resource variables the function
+  assigns, which TensorFlow updates in place) is kept, so a training step's total counts its
+  variables once, as a donated JAX step's does.
+
+TensorFlow and jaxlib are imported only when this is called.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import os
+import re
+from typing import Any, Callable, Optional
 
-from hloscope.frontends.jax import DTYPES, Lowered, compile_error
+from hloscope.frontends.jax import (DTYPES, EntryError, Lowered, MissingCompilerError,
+                                    compile_error, compile_with_assignment, devices_for,
+                                    memory_stats)
+from hloscope.frontends.targets import Target, get_target
 
 
-def lower(fn: Any, args: tuple[Any, ...], target: str = "cpu",
-          dtype: Optional[str] = None) -> Lowered:
-    """XLA's memory figures are not available this way (``memory`` stays empty), nor is a
-    compile without fusion."""
-    if target != "cpu":
-        raise ValueError(f"TensorFlow functions can be lowered for the cpu target only, "
-                         f"not {target}")
+class _Compiled:
+    """What ``compile_with_assignment`` and ``memory_stats`` read of a JAX ``Compiled``, for
+    an executable compiled from a StableHLO module."""
+
+    def __init__(self, executable: Any) -> None:
+        self._executable = executable
+
+    def memory_analysis(self) -> Any:
+        return self._executable.get_compiled_memory_stats()
+
+    def runtime_executable(self) -> Any:
+        return self._executable
+
+    def as_text(self) -> str:
+        return "\n\n".join(m.to_string() for m in self._executable.hlo_modules())
+
+
+class _StableHlo:
+    """A StableHLO module and the devices to compile it for: ``compile(compiler_options)``,
+    as a JAX ``Lowered`` has it."""
+
+    def __init__(self, proto: bytes, devices: list[Any]) -> None:
+        self._proto, self._devices = proto, devices
+
+    def _module(self) -> Any:
+        from jax._src.interpreters import mlir
+        from jax._src.lib.mlir import ir  # type: ignore[attr-defined]
+        from jaxlib import _jax
+        context = mlir.make_ir_context()
+        with context:
+            module = ir.Module.parse(_jax.mlir.hlo_to_stablehlo(self._proto))
+            copies: list[Any] = []
+
+            def visit(op: Any) -> Any:
+                if op.name == "mhlo.copy":
+                    copies.append(op)
+                return ir.WalkResult.ADVANCE
+
+            module.operation.walk(visit)
+            for op in copies:
+                op.result.replace_all_uses_with(op.operands[0])
+                op.erase()
+        return context, module
+
+    def compile(self, compiler_options: Optional[dict[str, Any]] = None) -> _Compiled:
+        import numpy as np
+        from jax._src import compiler
+        from jax._src.lib import xla_client as xc  # type: ignore[attr-defined]
+        context, module = self._module()
+        backend = self._devices[0].client
+        options = compiler.get_compile_options(
+            1, 1, device_assignment=np.array([[d.id for d in self._devices]]),
+            env_options_overrides=compiler_options or None, backend=backend)
+        with context:
+            executable = compiler.backend_compile_and_load(
+                backend, module, xc.DeviceList(tuple(self._devices)), options, [])
+        return _Compiled(executable)
+
+
+def _function(fn: Any) -> Any:
     import tensorflow as tf
-    if not hasattr(fn, "experimental_get_compiler_ir"):
-        if not isinstance(fn, tf.Module):
-            raise TypeError("expected a tf.function (decorate it with "
-                            "@tf.function(jit_compile=True)) or a Keras model")
-        fn = tf.function(fn, jit_compile=True)
+    if hasattr(fn, "experimental_get_compiler_ir"):
+        return fn
+    if not isinstance(fn, tf.Module):
+        raise EntryError("expected a tf.function (decorate it with "
+                         "@tf.function(jit_compile=True)) or a Keras model")
+    return tf.function(fn, jit_compile=True)
+
+
+# The copy TensorFlow's bridge puts on each returned value (op_name "XLA_Retvals").
+_RETVAL_COPY_RE = re.compile(
+    r'^(\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*\S+) copy\((.*metadata=\{op_name="XLA_Retvals"\})',
+    re.M)
+
+
+def without_retval_copies(text: str) -> str:
+    """The module before optimization with the bridge's copies of returned values made
+    bitcasts: the compiled module has no such copy (see ``_StableHlo``), so the op-by-op count
+    should not give each updated variable a second buffer either."""
+    return _RETVAL_COPY_RE.sub(r"\1 bitcast(\2", text)
+
+
+_METADATA_RE = re.compile(r'op_name="([^"]*)"(?: source_file="[^"]*" source_line=\d+)?')
+
+
+def _outside_libraries(filename: str) -> bool:
+    """A frame of the user's code: not TensorFlow's, Keras's, hloscope's or Python's own."""
+    import sysconfig
+    import tensorflow as tf
+    roots = [os.path.dirname(os.path.dirname(tf.__file__)),  # site-packages
+             os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # hloscope
+             sysconfig.get_paths()["stdlib"]]
+    path = os.path.abspath(filename)
+    return not filename.startswith("<") and \
+        not any(path.startswith(r + os.sep) for r in roots if r)
+
+
+def user_lines(fn: Any, args: tuple[Any, ...]) -> dict[str, tuple[str, int]]:
+    """Graph op name → the user's file and line that created it. TensorFlow's HLO metadata
+    names only the innermost frame (its own ``ops.py``); the graph keeps each op's whole
+    traceback. A gradient op (``gradient_tape/<forward op>/...``) takes its forward op's line,
+    as JAX's metadata does, else the line that asked for the gradient."""
+    graph = fn.get_concrete_function(*args).graph
+    lines: dict[str, tuple[str, int]] = {}
+    for op in graph.get_operations():
+        for frame in reversed(op.traceback):
+            if _outside_libraries(frame.filename):
+                lines[op.name] = (os.path.abspath(frame.filename), frame.lineno)
+                break
+    for name in list(lines):
+        if name.startswith("gradient_tape/"):
+            parts = name[len("gradient_tape/"):].split("/")
+            for k in range(len(parts), 0, -1):
+                forward = "/".join(parts[:k])
+                if forward in lines and not forward.startswith("gradient_tape/"):
+                    lines[name] = lines[forward]
+                    break
+    return lines
+
+
+def with_user_lines(text: str, lines: dict[str, tuple[str, int]]) -> str:
+    """``text`` with each instruction's ``source_file``/``source_line`` set to the user's
+    line of its op (``user_lines``), where the op has one."""
+    def put(m: re.Match[str]) -> str:
+        # Grappler joins the names of ops it merged with ";".
+        where = next((lines[n] for n in m.group(1).split(";") if n in lines), None)
+        if where is None:
+            return m.group(0)
+        return f'op_name="{m.group(1)}" source_file="{where[0]}" source_line={where[1]}'
+    return _METADATA_RE.sub(put, text)
+
+
+def lower(fn: Any, args: tuple[Any, ...], target: str | Target = "cpu",
+          dtype: Optional[str] = None, *, xla_unfused: bool = False,
+          on_text: Optional[Callable[[str, str], None]] = None) -> Lowered:
+    """Lower ``fn(*args)`` with TensorFlow's bridge and compile it for ``target``, as
+    ``frontends.jax.lower`` does a JAX function (``xla_unfused``: also XLA's compile with its
+    fusion passes off)."""
+    t = get_target(target) if isinstance(target, str) else target
+    import importlib.util
+    if importlib.util.find_spec("jaxlib") is None:
+        raise MissingCompilerError("a TensorFlow entry compiles through jaxlib's XLA (for "
+                                   "every target): pip install -e '.[jax]'")
+    found = devices_for(t, 1)  # before TensorFlow: a GPU target sets its environment first
+    import tensorflow as tf
+    fn = _function(fn)
     if dtype is not None:
         cast = getattr(tf, DTYPES[dtype])
 
@@ -34,9 +187,24 @@ def lower(fn: Any, args: tuple[Any, ...], target: str = "cpu",
 
         args = tuple(tf.nest.map_structure(spec, list(args)))
     ir = fn.experimental_get_compiler_ir(*args)
-    pre = ir(stage="hlo")
+    lines = user_lines(fn, args)
+    pre = without_retval_copies(with_user_lines(ir(stage="hlo"), lines))
+    if on_text is not None:
+        on_text("pre", pre)
+    module = _StableHlo(ir(stage="hlo_serialized"), found)
     try:
-        post = ir(stage="optimized_hlo")
-    except Exception as e:
-        raise compile_error(e, target) from e
-    return Lowered(pre, post, target, {}, framework="tf")
+        compiled, assignment = compile_with_assignment(module, t)
+        post = with_user_lines(compiled.as_text(), lines)
+        if on_text is not None:
+            on_text("post", post)
+        unfused, assignment_unfused = compile_with_assignment(
+            module, t, {"xla_disable_hlo_passes": t.no_fusion_passes}) if xla_unfused \
+            else (None, {})
+    except Exception as e:  # XLA's refusals, as a JAX entry's
+        raise compile_error(e, t.name) from e
+    return Lowered(pre, post, t.name, memory_stats(compiled),
+                   with_user_lines(unfused.as_text(), lines) if unfused is not None else None,
+                   memory_stats(unfused) if unfused is not None else {}, framework="tf",
+                   donation="the variables the function assigns (TensorFlow updates them in "
+                            "place)",
+                   assignment=assignment, assignment_unfused=assignment_unfused)

@@ -31,19 +31,16 @@ def lower_entry(entry: Entry, target: Target, path: str, dtype: Optional[str] = 
                 donate: Optional[str] = None) -> Lowered:
     """Lower one loaded entry in this process. An exception raised while tracing the user's
     function becomes a ModelFileError carrying the user's own traceback. ``on_text``: see
-    frontends.jax.lower (a TensorFlow entry does not call it)."""
+    frontends.jax.lower."""
     try:
         if entry.framework == "tf":
             from hloscope.frontends import tf as tf_frontend
-            if target.platform != "cpu":
-                raise ModelFileError(f"{path}: entry '{entry.name}' is a TensorFlow function; "
-                                     f"TensorFlow compiles for the cpu target only, not "
-                                     f"{target.name}")
             if donate is not None:
                 raise ModelFileError(f"{path}: entry '{entry.name}' is a TensorFlow function; "
                                      "--donate is for JAX entries (TensorFlow updates its "
                                      "variables in place by itself)")
-            return tf_frontend.lower(entry.fn, entry.args, target.name, dtype)
+            return tf_frontend.lower(entry.fn, entry.args, target, dtype,
+                                     xla_unfused=xla_unfused, on_text=on_text)
         from hloscope.frontends import jax as jax_frontend
         return jax_frontend.lower(entry.fn, entry.args, target, dtype=dtype,
                                   xla_unfused=xla_unfused, on_text=on_text, donate=donate)
