@@ -33,9 +33,11 @@ VOCAB, MAX_POSITIONS, TYPES, PREDICTIONS = 30522, 512, 2, 20
 
 
 class Bert(tf.Module):  # type: ignore[misc]
-    def __init__(self, size: str, head: str) -> None:
+    def __init__(self, size: str, head: str, layers: int = 0) -> None:
         super().__init__()
-        cfg = CONFIGS[size]
+        cfg = dict(CONFIGS[size])
+        if layers:
+            cfg["layers"] = layers
         h, inter = cfg["hidden"], cfg["intermediate"]
         self.heads, self.head = cfg["heads"], head
         self.weights: dict[str, tf.Variable] = {}
@@ -160,10 +162,12 @@ def apply_gradients(model: Bert, grads: list[tf.Tensor]) -> tf.Operation:
 
 
 def hloscope_entries(size: str = "base", batch: int = 1, seq: int = 128,
-                     head: str = "classifier", dropout_rate: float = 0.1) -> dict[str, Any]:
+                     head: str = "classifier", dropout_rate: float = 0.1,
+                     layers: int = 0) -> dict[str, Any]:
+    """``layers``: another number of encoder layers than the size's own (0: 12 or 24)."""
     if head not in ("classifier", "pretraining"):
         raise ValueError(f"head={head!r}: choose classifier or pretraining")
-    model = Bert(size, head)
+    model = Bert(size, head, layers)
     variables = list(model.weights.values())
 
     @tf.function(jit_compile=True)

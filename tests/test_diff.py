@@ -11,6 +11,7 @@ import pytest
 
 from conftest import ROOT, fixture_path, needs_gpu, needs_jax, needs_tf, needs_tpu
 from hloscope.cli import run
+from hloscope.hlo.parser import parse_file
 
 BERT = os.path.join(ROOT, "examples", "bert_layer.py")
 
@@ -505,3 +506,36 @@ def test_bert_stack_layers_is_a_size(capsys) -> None:
     layer = 4 * (hidden * hidden + hidden) + 2 * (hidden * inter) + inter + hidden + 4 * hidden
     # Each layer adds its weights three times: parameters, Adam's m and v.
     assert params(2) - params(1) == 3 * 4 * layer
+
+
+@needs_tf
+@pytest.mark.parametrize("head", ["classifier", "pretraining"])
+def test_bert_as_the_reference_tensorflow_code_builds_it(capsys, tmp_path, head) -> None:
+    """examples/bert_tf.py (two layers): its variables and both Adam moments are updated in
+    place (aliased, counted once), XLA's figures agree with the model, dropout keeps f32
+    masks from floor as TensorFlow 1.x did, and source lines point into the example."""
+    r = diff_json(capsys, os.path.join(ROOT, "examples", "bert_tf.py"), "--set", "layers=2",
+                  "--set", "seq=64", "--set", f"head={head}", "--no-xla-unfused",
+                  "--save", str(tmp_path))
+    (t,) = r["targets"]
+    xla, fused = t["memory"]["xla"], t["memory"]["fused"]
+    assert fused["temp_packed_bytes"] == xla["temp_size_in_bytes"]
+    # Everything the step returns but the loss (4 bytes) is a variable written in place
+    # (weights, m, v: 41 variables with the classifier, 46 with pre-training's heads); XLA's
+    # output size also counts the result tuple's table, 8 bytes an element.
+    outputs = 1 + 3 * (46 if head == "pretraining" else 41)
+    assert xla["output_size_in_bytes"] - xla["alias_size_in_bytes"] == 4 + 8 * outputs
+    # The weights: embeddings, two layers, the pooler and the head; Adam's two moments.
+    h, inter = 768, 3072
+    layer = 4 * (h * h + h) + 2 * 2 * h + h * inter + inter + inter * h + h
+    weights = (30522 + 512 + 2) * h + 2 * h + 2 * layer + h * h + h + (
+        h * h + h + 2 * h + 30522 + h * 2 + 2 if head == "pretraining" else h * 2 + 2)
+    assert xla["alias_size_in_bytes"] == 3 * 4 * weights
+    sources = [s for f in t["top_fusions"] for s in f["source_lines"]]
+    example = os.path.join(ROOT, "examples", "bert_tf.py:")
+    assert sources and all(s.startswith(example) for s in sources), sources
+    # The attention probabilities' dropout mask: f32 from floor, one per layer.
+    pre = parse_file(os.path.join(str(tmp_path), "cpu", "pre.hlo"))
+    masks = [i for c in pre.computations for i in c.instructions
+             if i.opcode == "floor" and i.shape.format(layout=False) == "f32[1,12,64,64]"]
+    assert len(masks) == 2
