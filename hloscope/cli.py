@@ -197,7 +197,8 @@ def memory(file: str, pre_file: Optional[str], backend: Optional[str], as_json: 
               help="Buffer sizes as this backend assigns them (default: read from the module).")
 @click.option("--by", type=click.Choice(["source", "scope"]), default="source",
               show_default=True, help="Group by source line or by op_name scope (layer).")
-@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True)
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True,
+              help="How many groups (source lines or scopes) to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def saved(file: str, backend: Optional[str], by: str, top: int, as_json: bool) -> None:
     """Activations saved for the backward pass of a training step's HLO: the values its
@@ -240,7 +241,8 @@ def _write_text(path: str, text: str) -> None:
                               "regular expression, e.g. 'layer_3/attention'.")
 @click.option("--around", metavar="NAME", help="Only instructions within --depth hops of "
                                                "this one (a fused op means its fusion).")
-@click.option("--depth", type=click.IntRange(min=0), default=2, show_default=True)
+@click.option("--depth", type=click.IntRange(min=0), default=2, show_default=True,
+              help="How many hops from --around to draw.")
 @click.option("--max-nodes", type=click.IntRange(min=1), default=None,
               help="Most nodes to draw; the rest is cut, in schedule order, and the picture "
                    "says so (default 300).")
@@ -501,7 +503,8 @@ def _warn_departures(rep: "Report", model: str, save_dir: Optional[str]) -> None
 @click.option("--entry", help="Which entry of the model file (default: its first).")
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
               help="Fix another size, e.g. --set seq=512 (repeatable).")
-@click.option("--dtype", type=click.Choice(["bf16", "f16", "f32"]))
+@click.option("--dtype", type=click.Choice(["bf16", "f16", "f32"]),
+              help="Cast floating-point example arguments.")
 @click.option("--min", "lo", type=click.IntRange(min=1), default=1, show_default=True,
               help="The smallest value to try.")
 @click.option("--max", "hi", type=click.IntRange(min=1), help="The largest value to try.")
@@ -550,11 +553,13 @@ def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str
 @click.option("--vary", "varies", multiple=True, required=True, metavar="SIZE=V1,V2,...",
               help="A size and its values, e.g. --vary seq=128,256,512 (repeatable: every "
                    "combination is compiled).")
-@click.option("--target", default="cpu", show_default=True)
+@click.option("--target", default="cpu", show_default=True,
+              help="The target to compile for (deviceless for gpu-* and tpu-*).")
 @click.option("--entry", help="Which entry of the model file (default: its first).")
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
               help="Fix another size (repeatable).")
-@click.option("--dtype", type=click.Choice(["bf16", "f16", "f32"]))
+@click.option("--dtype", type=click.Choice(["bf16", "f16", "f32"]),
+              help="Cast floating-point example arguments.")
 @click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
               help="Also plot the bytes against the first varied size (needs matplotlib).")
 @_devices_options
@@ -593,6 +598,8 @@ def sweep(path: str, varies: tuple[str, ...], target: str, entry: Optional[str],
         if missing:
             fail(missing)
         _write_text(svg_path, sweep_svg(result))
+        if not quiet:
+            click.echo(f"wrote {svg_path}", err=True)
     if as_json:
         from hloscope.present.json import render
         click.echo(render(result), nl=False)
@@ -613,7 +620,8 @@ def _pictures(rep: "Report", modules: "Modules", html_path: Optional[str],
         for p in problems:
             click.echo(f"hloscope: {p}", err=True)
         if not quiet:
-            click.echo(f"wrote {len(written)} pictures under {svg_dir}", err=True)
+            click.echo(f"wrote {len(written)} picture{'s' if len(written) != 1 else ''} "
+                       f"under {svg_dir}", err=True)
     if html_path:
         from hloscope.present.html import render_html
         from hloscope.present.plot import matplotlib_missing

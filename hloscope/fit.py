@@ -306,6 +306,22 @@ def sweep(path: str, vary: dict[str, list[Any]], target: str = "cpu",
                        compiles, devices, donation)
 
 
+def _check_vary(path: str, vary: str) -> None:
+    """``--vary`` names an integer size of the model file (before anything compiles)."""
+    import inspect
+
+    from hloscope.frontends.loader import ModelFileError, load_model_file
+    model = load_model_file(path)
+    found = {s.name: s.default for s in model.sizes}
+    default = found.get(vary, inspect.Parameter.empty)
+    if vary in found and (not isinstance(default, int) or isinstance(default, bool)) and \
+            default not in (None, inspect.Parameter.empty):
+        ints = [n for n, d in found.items() if isinstance(d, int) and not isinstance(d, bool)]
+        raise ModelFileError(f"{path}: --vary {vary}: '{vary}' is not an integer size "
+                             f"(default {default!r}); fit searches over an integer size: "
+                             f"{', '.join(ints) or 'this file has none'}")
+
+
 def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[str] = None,
         sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None, lo: int = 1,
         hi: Optional[int] = None, cache_dir: Optional[str] = None,
@@ -316,6 +332,7 @@ def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[
     only its multiples of ``devices`` are tried, and ``lo``, ``hi`` and the answer are global
     (a batch of 256 over 128 devices is 2 per device)."""
     base = dict(sizes or {})
+    _check_vary(path, vary)
     cache = cache_dir if cache_dir is not None else default_cache_dir()
     entry_name = entry or ""
     digest = file_digest(path)

@@ -306,6 +306,23 @@ def test_size_the_entry_does_not_take(capsys) -> None:
     assert "--set expects NAME=VALUE" in error_of(capsys, BERT, "--set", "seq")
 
 
+@needs_jax
+def test_a_size_of_the_wrong_type_is_named_before_the_model_runs(capsys) -> None:
+    """A value of another type than the size's default is an error naming the size, not the
+    model's own traceback; fit and sweep too (exit 2, nothing on stdout)."""
+    assert "size 'seq' is an int (default 128); got 1.5, a float" in \
+        error_of(capsys, BERT, "--set", "seq=1.5")
+    for args, says in (
+            (["fit", BERT, "--vary", "size", "--budget", "1GB"],
+             "--vary size: 'size' is not an integer size (default 'base'); fit searches over "
+             "an integer size: batch, seq"),
+            (["sweep", BERT, "--vary", "seq=abc"],
+             "size 'seq' is an int (default 128); got 'abc', a str")):
+        assert run(args + ["-q"]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and says in err and "Traceback" not in err
+
+
 def test_unknown_target(capsys) -> None:
     assert "unknown target 'tpu-v99'" in error_of(capsys, BERT, "--target", "tpu-v99")
 

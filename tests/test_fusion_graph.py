@@ -198,6 +198,15 @@ def test_selection_errors(options, message) -> None:
         fusion_graph(small(), **options)
 
 
+def test_a_scope_that_matches_nothing_names_the_closest() -> None:
+    """JAX names no op "softmax": the error lists the scopes that exist, the closest first."""
+    post = parse_file(fixture_path("cpu", "bert_layer_forward.post.hlo"))
+    with pytest.raises(GraphSelectionError, match="closest scopes here: reduce_max"):
+        fusion_graph(post, scope="reduce_mx")
+    with pytest.raises(GraphSelectionError, match="scopes here include: add, reduce_sum"):
+        fusion_graph(post, scope="softmax")
+
+
 def test_other_computation() -> None:
     g = fusion_graph(small(), computation="fused_computation")
     assert {n.name for n in g.nodes} == {"p0", "p1", "add.1", "mul.1"}

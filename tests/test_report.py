@@ -125,7 +125,7 @@ def test_memory_svg_without_matplotlib_says_how_to_install(tmp_path, capsys,
                         lambda name, *a: None if name == "matplotlib" else real(name, *a))
     assert plot.matplotlib_missing() is not None
     assert run(["memory", BERT_POST, "--svg", str(tmp_path / "t.svg")]) == 2
-    assert "pip install 'hloscope[plot]'" in capsys.readouterr().err
+    assert "pip install 'matplotlib>=3.7'" in capsys.readouterr().err
 
 
 # --- the HTML report ------------------------------------------------------------------------
@@ -161,6 +161,18 @@ def one_target_html() -> str:
 def two_target_html() -> str:
     rep, modules = _report(2)
     return render_html(rep, pipeline.report_graphs(modules))
+
+
+def test_fusion_table_opens_biggest_first_with_a_scope_of_this_module(one_target_html) -> None:
+    rep, _ = _report(1)
+    t = rep.targets[0]
+    table = re.search(r'<table class="fusion-table".*?</table>', one_target_html, re.S).group(0)
+    names = re.findall(r'<td class="mono" data-v="([^"]+)">', table)
+    by_bytes = {f.name: f.eliminated_bytes for f in t.fusions}
+    assert len(names) == len(t.fusions)
+    assert [by_bytes[n] for n in names] == sorted(by_bytes.values(), reverse=True)
+    hint = re.search(r'class="scope-filter" placeholder="e\.g\. ([^"]+)"', one_target_html)
+    assert hint is not None and any(hint.group(1) in " ".join(f.scopes) for f in t.fusions)
 
 
 def test_report_is_self_contained(one_target_html) -> None:
@@ -337,3 +349,14 @@ def test_multi_target_report_tabs_in_chromium(browser, two_target_html, tmp_path
     assert box and box["width"] > 400 and box["height"] > 300
     page.screenshot(path=str(tmp_path / "tabs.png"))
     assert problems == []
+
+
+def test_every_option_says_what_it_does() -> None:
+    """Each option of each command has help text (a new user found --dtype, --depth, --top
+    and sweep's --target without any)."""
+    from hloscope.cli import main
+    bare = [f"{name} {opt.opts[0]}" for name, command in main.commands.items()
+            for opt in command.params
+            if opt.param_type_name == "option" and not getattr(opt, "help", None)
+            and opt.opts[0] not in ("--help",)]
+    assert bare == []

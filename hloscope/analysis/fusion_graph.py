@@ -196,6 +196,24 @@ def _cut(module: Module, selected: list[Instruction], collapsed: bool,
 
 
 @gc_paused
+def _scope_hint(module: Module, scope: str) -> str:
+    """The op_name path parts of ``module`` closest to ``scope`` (else its most common ones),
+    so that a --scope that matched nothing says what would."""
+    import difflib
+    from collections import Counter
+    parts: Counter[str] = Counter()
+    for comp in module.computations:
+        for i in comp.instructions:
+            name = i.metadata.op_name if i.metadata is not None else ""
+            parts.update(p for p in name.split("/") if p and not p.startswith("jit("))
+    close = difflib.get_close_matches(scope, list(parts), n=5, cutoff=0.5)
+    if close:
+        return "closest scopes here: " + ", ".join(close)
+    common = [p for p, _ in parts.most_common(8)]
+    return ("scopes here include: " + ", ".join(common)) if common else \
+        "this module's instructions carry no op_name"
+
+
 def fusion_graph(module: Module, computation: Optional[str] = None,
                  collapse: Optional[bool] = None, scope: Optional[str] = None,
                  around: Optional[str] = None, depth: int = 2,
@@ -221,7 +239,7 @@ def fusion_graph(module: Module, computation: Optional[str] = None,
         selected = [i for i in selected if _matches(module, i, pattern)]
         if not selected:
             raise GraphSelectionError(f"--scope {scope!r}: no instruction of {comp.name} has "
-                                      "a matching op_name")
+                                      f"a matching op_name; {_scope_hint(module, scope or '')}")
     if around is not None:
         near = _around(module, comp, around, depth)
         selected = [i for i in selected if i.name in near]

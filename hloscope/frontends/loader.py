@@ -60,6 +60,9 @@ class ModelFile:
             takes = ", ".join(f"{s.name}={s.default!r}" for s in self.sizes) or "no sizes"
             raise ModelFileError(f"{self.path}: {ENTRY_POINT}() takes no size "
                                  f"{', '.join(repr(u) for u in unknown)}; it takes: {takes}")
+        for s in self.sizes:
+            if s.name in sizes:
+                _check_type(self.path, s, sizes[s.name])
         fn = getattr(self.module, ENTRY_POINT)
         try:
             result = fn(**sizes)
@@ -88,6 +91,24 @@ class ModelFile:
             raise ModelFileError(f"{self.path} has no entry '{name}'; its entries: "
                                  f"{', '.join(entries)}")
         return entries[name]
+
+
+def _check_type(path: str, size: Size, value: Any) -> None:
+    """A size given the type of its default (an int where the default is an int, ...), or a
+    ModelFileError saying which and what the default is; a size without a default (or with
+    None) takes anything."""
+    default = size.default
+    if default is None or default is inspect.Parameter.empty:
+        return
+    want = type(default)
+    ok = isinstance(value, want) and not (want is int and isinstance(value, bool)) or \
+        (want is float and isinstance(value, int) and not isinstance(value, bool)) or \
+        (want is bool and value in (0, 1))
+    if not ok:
+        def kind(t: type) -> str:
+            return ("an " if t.__name__[0] in "aeiou" else "a ") + t.__name__
+        raise ModelFileError(f"{path}: size '{size.name}' is {kind(want)} (default "
+                             f"{default!r}); got {value!r}, {kind(type(value))}")
 
 
 def load_model_file(path: str) -> ModelFile:

@@ -142,7 +142,10 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
         + (f" +{len(f.scopes) - 2}" if len(f.scopes) > 2 else ""),
         "scope_text": " ".join(f.scopes), "sources": _sources(f.source_lines),
         "node": element.get(f.name, ""),
-    } for f in t.fusions]
+    } for f in sorted(t.fusions, key=lambda f: -f.eliminated_bytes)]  # the biggest first
+    # The filter's placeholder: a scope of this module (the top fusion's), not a made-up one.
+    example = next((trim_scope(f.scopes[0]) for f in sorted(
+        t.fusions, key=lambda f: -f.eliminated_bytes) if f.scopes), "")
     graph_svg, graph_dot, graph_missing, graph_notes, caption = "", "", "", [], ""
     if graph is not None:
         from hloscope.present.dot import dot_available, dot_source, render_svg
@@ -176,7 +179,7 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
             "live": [{"name": v.name + (str(list(v.index)) if v.index else ""),
                       "shape": v.shape, "bytes": human_bytes(v.size), "offset": f"{v.offset:,}",
                       "op_name": trim_scope(v.op_name)} for v in t.agreement.peak.live[:top]]},
-        "fusions": fusions, "graph_svg": Markup(graph_svg), "graph_dot": graph_dot,
+        "fusions": fusions, "scope_example": example, "graph_svg": Markup(graph_svg), "graph_dot": graph_dot,
         "graph_missing": graph_missing, "graph_notes": graph_notes, "graph_caption": caption,
     }
 

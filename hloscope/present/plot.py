@@ -163,5 +163,6 @@ def matplotlib_missing() -> Optional[str]:
     """None when matplotlib imports, else how to install it."""
     import importlib.util
     if importlib.util.find_spec("matplotlib") is None:
-        return "the memory timeline is drawn with matplotlib: pip install 'hloscope[plot]'"
+        return ("the plots are drawn with matplotlib: pip install 'matplotlib>=3.7' (or, in "
+                "a checkout of hloscope, pip install -e '.[plot]')")
     return None
