@@ -97,9 +97,12 @@ def render_fusions(r: FusionReport, clusters: Sequence[FusionCluster],
                   "the rest literals placed by their users' metadata)"]
         big = p.largest_fused(largest_fused)
         if big:
-            lines.append("largest pre-optimization values fused away:")
+            lines.append("largest pre-optimization values fused away (and the fusions whose "
+                         "metadata names their op: the candidates, the first two by name):")
             lines += table([(op.name, op.opcode, op.shape, human_bytes(op.logical_bytes),
-                             op.scope, ", ".join(op.fusions[:2])) for op in big])
+                             op.scope, ", ".join(op.fusions[:2])
+                             + (f" +{len(op.fusions) - 2}" if len(op.fusions) > 2 else ""))
+                            for op in big])
     return "\n".join(lines) + "\n"
 
 
