@@ -5,17 +5,18 @@ TensorFlow's bridge gives the module before optimization
 ``hlo_serialized`` as an ``HloModuleProto``). The proto is converted to StableHLO with
 jaxlib (``mlir.hlo_to_stablehlo``) and compiled through the same deviceless compile step as a
 JAX entry (``frontends.jax.compile_with_assignment``): every target, XLA's memory figures, its
-compile without fusion and its own buffer assignment. Two things are rewritten on the way, and
-neither changes a value:
+compile without fusion and its own buffer assignment. Two things are rewritten on the way,
+neither of which changes a value:
 
 - the ``copy`` ops TensorFlow's bridge puts on returned values are removed (the TPU compiler
   refuses ``mhlo.copy``; a copy is an identity on values), and in the text before
   optimization they become bitcasts, so the op-by-op count matches the module compiled;
 - the metadata's source lines, which name TensorFlow's own ``ops.py``, are set to the
-  user's line of each op (``user_lines``, from the graph's tracebacks);
-- nothing else: the module's ``input_output_alias`` (the resource variables the function
-  assigns, which TensorFlow updates in place) is kept, so a training step's total counts its
-  variables once, as a donated JAX step's does.
+  user's line of each op (``user_lines``, from the graph's tracebacks).
+
+Everything else stays: the module's ``input_output_alias`` (the resource variables the
+function assigns, which TensorFlow updates in place) is kept, so a training step's total
+counts its variables once, as a donated JAX step's does.
 
 TensorFlow and jaxlib are imported only when this is called.
 """
@@ -117,16 +118,20 @@ def without_retval_copies(text: str) -> str:
 _METADATA_RE = re.compile(r'op_name="([^"]*)"(?: source_file="[^"]*" source_line=\d+)?')
 
 
-def _outside_libraries(filename: str) -> bool:
-    """A frame of the user's code: not TensorFlow's, Keras's, hloscope's or Python's own."""
+def _library_roots() -> list[str]:
+    """Where TensorFlow, Keras (site-packages), hloscope and Python's own library live."""
     import sysconfig
+
     import tensorflow as tf
-    roots = [os.path.dirname(os.path.dirname(tf.__file__)),  # site-packages
-             os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # hloscope
-             sysconfig.get_paths()["stdlib"]]
+    return [r for r in (os.path.dirname(os.path.dirname(tf.__file__)),
+                        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        sysconfig.get_paths()["stdlib"]) if r]
+
+
+def _outside_libraries(filename: str, roots: list[str]) -> bool:
+    """A frame of the user's code: a real file under none of ``roots``."""
     path = os.path.abspath(filename)
-    return not filename.startswith("<") and \
-        not any(path.startswith(r + os.sep) for r in roots if r)
+    return not filename.startswith("<") and not any(path.startswith(r + os.sep) for r in roots)
 
 
 def user_lines(fn: Any, args: tuple[Any, ...]) -> dict[str, tuple[str, int]]:
@@ -135,10 +140,11 @@ def user_lines(fn: Any, args: tuple[Any, ...]) -> dict[str, tuple[str, int]]:
     traceback. A gradient op (``gradient_tape/<forward op>/...``) takes its forward op's line,
     as JAX's metadata does, else the line that asked for the gradient."""
     graph = fn.get_concrete_function(*args).graph
+    roots = _library_roots()
     lines: dict[str, tuple[str, int]] = {}
     for op in graph.get_operations():
         for frame in reversed(op.traceback):
-            if _outside_libraries(frame.filename):
+            if _outside_libraries(frame.filename, roots):
                 lines[op.name] = (os.path.abspath(frame.filename), frame.lineno)
                 break
     for name in list(lines):
