@@ -360,3 +360,16 @@ def test_every_option_says_what_it_does() -> None:
             if opt.param_type_name == "option" and not getattr(opt, "help", None)
             and opt.opts[0] not in ("--help",)]
     assert bare == []
+
+
+def test_the_two_per_fusion_counts_are_labelled_where_they_appear(one_target_html,
+                                                                  capsys) -> None:
+    """`fusions` counts a fusion's computation as written (intermediates); `diff` counts the
+    unfused program's values from inside it (eliminated). Both views say which is which."""
+    from hloscope.cli import run
+    from hloscope.present.format import ELIMINATED_HELP, INTERMEDIATES_HELP
+    assert run(["fusions", fixture_path("cpu", "bert_layer_forward.post.hlo"), "--top", "1"]) == 0
+    assert f"({INTERMEDIATES_HELP})" in capsys.readouterr().out
+    from markupsafe import escape
+    assert f'title="{escape(INTERMEDIATES_HELP)}">intermediates</th>' in one_target_html
+    assert f'title="{escape(ELIMINATED_HELP)} (the table opens' in one_target_html

@@ -122,3 +122,16 @@ def comparison_rows(r: "Report") -> list[tuple[str, ...]]:
                                    else None),
                      human_bytes(t.memory_saved_bytes)))
     return rows
+
+
+# The two per-fusion counts, which differ by construction (tests/test_report.py holds them
+# apart): `hloscope fusions` and the graph count the fused computation as XLA wrote it;
+# `hloscope diff` counts the unfused program hloscope builds from it.
+INTERMEDIATES_HELP = ("intermediates: the ops inside each fusion's computation, as XLA wrote it, "
+                      "that are not its output, a view or a constant; `hloscope diff`'s "
+                      "'eliminated' counts instead the values of the unfused program (fusions "
+                      "expanded as its unfused row counts them) that come from inside "
+                      "the fusion, so the two can differ")
+ELIMINATED_HELP = ("the values of the unfused program (this fusion expanded, as the unfused "
+                   "row counts it) that come from inside the fusion and are not its output: "
+                   "with fusion they never become buffers")

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from markupsafe import Markup
 
-from hloscope.present.format import MEMORY_HELP, human_bytes, xla_total
+from hloscope.present.format import (ELIMINATED_HELP, INTERMEDIATES_HELP, MEMORY_HELP,
+                                     human_bytes, xla_total)
 
 if TYPE_CHECKING:
     from hloscope.analysis.diff import Report, TargetReport
@@ -179,7 +180,8 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
             "live": [{"name": v.name + (str(list(v.index)) if v.index else ""),
                       "shape": v.shape, "bytes": human_bytes(v.size), "offset": f"{v.offset:,}",
                       "op_name": trim_scope(v.op_name)} for v in t.agreement.peak.live[:top]]},
-        "fusions": fusions, "scope_example": example, "graph_svg": Markup(graph_svg), "graph_dot": graph_dot,
+        "fusions": fusions, "scope_example": example,
+        "fusion_help": {"intermediates": INTERMEDIATES_HELP, "eliminated": ELIMINATED_HELP}, "graph_svg": Markup(graph_svg), "graph_dot": graph_dot,
         "graph_missing": graph_missing, "graph_notes": graph_notes, "graph_caption": caption,
     }
 

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from hloscope.analysis.agreement import Agreement
     from hloscope.analysis.agreement import Comparison, Sharing
     from hloscope.fit import FitResult, SweepResult
-from hloscope.present.format import (MEMORY_HELP, comparison_rows, human_bytes, memory_rows,
-                                     ratio_text, table)
+from hloscope.present.format import (INTERMEDIATES_HELP, MEMORY_HELP, comparison_rows,
+                                     human_bytes, memory_rows, ratio_text, table)
 
 
 def _bytes(logical: int, padded: int) -> str:
@@ -80,6 +80,7 @@ def render_fusions(r: FusionReport, clusters: Sequence[FusionCluster],
     lines += table(rows)
     if len(clusters) < len(r.clusters):
         lines.append(f"  ... {len(r.clusters) - len(clusters)} more fusions (--top 0 for all)")
+    lines.append(f"  ({INTERMEDIATES_HELP})")
     t = r.totals
     lines += ["", f"fusions {t.fusions} ("
               + ", ".join(f"{k} {n}" for k, n in t.by_kind.items()) + ")",
