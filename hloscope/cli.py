@@ -96,7 +96,9 @@ def verify_command(file: str) -> None:
 @main.command()
 @click.argument("file", type=click.Path(allow_dash=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--all", "show_all", is_flag=True, help="List every opcode, not the top 25.")
+@click.option("--all", "show_all", is_flag=True,
+              help="List every opcode (not the top 25) and every fused and applied "
+                   "computation (not one line for each kind).")
 def inspect(file: str, as_json: bool, show_all: bool) -> None:
     """Summarize one HLO module: computations, opcodes, fusions by kind, parameter and output
     bytes. FILE is HLO text (from hloscope, --xla_dump_to or any framework); '-' reads stdin."""

@@ -174,3 +174,18 @@ def test_the_dump_directory_agrees_with_xla_buffer_assignment() -> None:
     assert output_sizes == [s.output_bytes]
     stats = json.load(open(f"{dump}/memory_analysis.json"))
     assert stats["argument_size_in_bytes"] == s.parameter_bytes
+
+
+def test_inspect_folds_fused_and_applied_computations(capsys) -> None:
+    """158 computations would bury the entry: fused computations and reduction regions are
+    one line each unless --all asks for every one."""
+    from hloscope.cli import run
+    path = fixture_path("cpu", "bert_layer_train_step.post.hlo")
+    assert run(["inspect", path]) == 0
+    out = capsys.readouterr().out.split("computations:\n", 1)[1]
+    assert out.splitlines() == [
+        "  main.40  entry  200",
+        "  ... 24 applied computations, 3 instructions each (--all lists them)",
+        "  ... 133 fused computations, 3 to 44 instructions each (--all lists them)"]
+    assert run(["inspect", path, "--all"]) == 0
+    assert len(capsys.readouterr().out.split("computations:\n", 1)[1].splitlines()) == 158

@@ -51,8 +51,23 @@ def render_summary(s: ModuleSummary, top_opcodes: int = 0) -> str:
         lines.append(f"  ... {len(s.opcode_counts) - top_opcodes} more opcodes (--all)")
     lines.append("")
     lines.append("computations:")
+    shown = list(s.computations)
+    folded: dict[str, list[int]] = {}
+    if top_opcodes:
+        # Fused computations and reduction regions come by the hundred: one line per role
+        # when a role has many (--all lists them all).
+        by_role: dict[str, list[int]] = {}
+        for c in s.computations:
+            by_role.setdefault(c.role, []).append(c.instruction_count)
+        folded = {r: n for r, n in by_role.items() if r in ("fused", "applied") and len(n) > 8}
+        shown = [c for c in s.computations if c.role not in folded]
     lines += table([(c.name, c.role + (f" [{c.execution_thread}]" if c.execution_thread else ""),
-                     f"{c.instruction_count:,}") for c in s.computations])
+                     f"{c.instruction_count:,}") for c in shown])
+    for role, counts in folded.items():
+        size = f"{min(counts):,}" if min(counts) == max(counts) else \
+            f"{min(counts):,} to {max(counts):,}"
+        lines.append(f"  ... {len(counts)} {role} computations, {size} instructions each "
+                     "(--all lists them)")
     return "\n".join(lines) + "\n"
 
 
