@@ -63,10 +63,10 @@ def render_summary(s: ModuleSummary, top_opcodes: int = 0) -> str:
         shown = [c for c in s.computations if c.role not in folded]
     lines += table([(c.name, c.role + (f" [{c.execution_thread}]" if c.execution_thread else ""),
                      f"{c.instruction_count:,}") for c in shown])
-    for role, counts in folded.items():
-        size = f"{min(counts):,}" if min(counts) == max(counts) else \
-            f"{min(counts):,} to {max(counts):,}"
-        lines.append(f"  ... {len(counts)} {role} computations, {size} instructions each "
+    for role, sizes in folded.items():
+        size = f"{min(sizes):,}" if min(sizes) == max(sizes) else \
+            f"{min(sizes):,} to {max(sizes):,}"
+        lines.append(f"  ... {len(sizes)} {role} computations, {size} instructions each "
                      "(--all lists them)")
     return "\n".join(lines) + "\n"
 
