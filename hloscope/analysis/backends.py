@@ -20,8 +20,8 @@ from hloscope.hlo.shape import Shape
 # XLA's HloInstruction::IsElementwise for the opcodes that appear in optimized modules.
 ELEMENTWISE_OPCODES = frozenset({
     "abs", "add", "and", "atan2", "cbrt", "ceil", "clamp", "count-leading-zeros", "compare",
-    "complex", "convert", "copy", "cosine", "divide", "erf", "exponential", "exponential-minus-one", "floor", "imag",
-    "is-finite", "log", "log-plus-one", "logistic", "maximum", "minimum", "multiply", "negate",
+    "complex", "convert", "copy", "cosine", "divide", "erf", "exponential",
+    "exponential-minus-one", "floor", "imag", "is-finite", "log", "log-plus-one", "logistic", "maximum", "minimum", "multiply", "negate",
     "not", "or", "popcnt", "power", "real", "reduce-precision", "remainder", "round-nearest-afz",
     "round-nearest-even", "rsqrt", "select", "shift-left", "shift-right-arithmetic",
     "shift-right-logical", "sign", "sine", "sqrt", "subtract", "tan", "tanh", "xor",

@@ -195,7 +195,6 @@ def _cut(module: Module, selected: list[Instruction], collapsed: bool,
     return [i for i in selected if i.name in taken and i.name in chosen]
 
 
-@gc_paused
 def _scope_hint(module: Module, scope: str) -> str:
     """The op_name path parts of ``module`` closest to ``scope`` (else its most common ones),
     so that a --scope that matched nothing says what would."""
@@ -214,6 +213,7 @@ def _scope_hint(module: Module, scope: str) -> str:
         "this module's instructions carry no op_name"
 
 
+@gc_paused
 def fusion_graph(module: Module, computation: Optional[str] = None,
                  collapse: Optional[bool] = None, scope: Optional[str] = None,
                  around: Optional[str] = None, depth: int = 2,

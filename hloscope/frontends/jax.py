@@ -305,20 +305,32 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
                                                                   debug_info=True)
     if on_text is not None:
         on_text("pre", pre)
+    return Lowered(pre, target=t.name, donation=how,
+                   **compile_both(lowered, t, xla_unfused, on_text))
+
+
+def compile_both(lowered: Any, target: Target, xla_unfused: bool,
+                 on_text: Optional[Callable[[str, str], None]] = None,
+                 text: Callable[[str], str] = lambda s: s) -> dict[str, Any]:
+    """``lowered`` compiled for ``target`` (and, with ``xla_unfused``, again with XLA's
+    fusion passes off): the ``Lowered`` fields ``post``, ``memory``, ``post_unfused``,
+    ``memory_unfused``, ``assignment`` and ``assignment_unfused``. ``text`` rewrites each
+    optimized text (the TensorFlow frontend's source lines); ``on_text`` gets "post" as soon
+    as it is there. XLA's refusals become ``CompileError``."""
     try:
-        compiled, assignment = compile_with_assignment(lowered, t)
-        post = compiled.as_text() or ""
+        compiled, assignment = compile_with_assignment(lowered, target)
+        post = text(compiled.as_text() or "")
         if on_text is not None:
             on_text("post", post)
         unfused, assignment_unfused = compile_with_assignment(
-            lowered, t, {"xla_disable_hlo_passes": t.no_fusion_passes}) if xla_unfused \
-            else (None, {})
+            lowered, target, {"xla_disable_hlo_passes": target.no_fusion_passes}) \
+            if xla_unfused else (None, {})
     except Exception as e:  # jaxlib's XlaRuntimeError and friends
-        raise compile_error(e, t.name) from e
-    return Lowered(pre, post, t.name, memory_stats(compiled),
-                   unfused.as_text() if unfused is not None else None,
-                   memory_stats(unfused) if unfused is not None else {}, donation=how,
-                   assignment=assignment, assignment_unfused=assignment_unfused)
+        raise compile_error(e, target.name) from e
+    return {"post": post, "memory": memory_stats(compiled),
+            "post_unfused": text(unfused.as_text()) if unfused is not None else None,
+            "memory_unfused": memory_stats(unfused) if unfused is not None else {},
+            "assignment": assignment, "assignment_unfused": assignment_unfused}
 
 
 def compile_with_assignment(lowered: Any, target: Target,

@@ -28,8 +28,7 @@ import re
 from typing import Any, Callable, Optional
 
 from hloscope.frontends.jax import (DTYPES, EntryError, Lowered, MissingCompilerError,
-                                    compile_error, compile_with_assignment, devices_for,
-                                    memory_stats)
+                                    compile_both, devices_for)
 from hloscope.frontends.targets import Target, get_target
 
 
@@ -56,8 +55,16 @@ class _StableHlo:
 
     def __init__(self, proto: bytes, devices: list[Any]) -> None:
         self._proto, self._devices = proto, devices
+        self._built: Optional[tuple[Any, Any]] = None
 
     def _module(self) -> Any:
+        """(MLIR context, module), converted once: the compile without fusion reuses it, as
+        a JAX ``Lowered`` compiles its one module twice."""
+        if self._built is None:
+            self._built = self._convert()
+        return self._built
+
+    def _convert(self) -> Any:
         from jax._src.interpreters import mlir
         from jax._src.lib.mlir import ir  # type: ignore[attr-defined]
         from jaxlib import _jax
@@ -198,19 +205,8 @@ def lower(fn: Any, args: tuple[Any, ...], target: str | Target = "cpu",
     if on_text is not None:
         on_text("pre", pre)
     module = _StableHlo(ir(stage="hlo_serialized"), found)
-    try:
-        compiled, assignment = compile_with_assignment(module, t)
-        post = with_user_lines(compiled.as_text(), lines)
-        if on_text is not None:
-            on_text("post", post)
-        unfused, assignment_unfused = compile_with_assignment(
-            module, t, {"xla_disable_hlo_passes": t.no_fusion_passes}) if xla_unfused \
-            else (None, {})
-    except Exception as e:  # XLA's refusals, as a JAX entry's
-        raise compile_error(e, t.name) from e
-    return Lowered(pre, post, t.name, memory_stats(compiled),
-                   with_user_lines(unfused.as_text(), lines) if unfused is not None else None,
-                   memory_stats(unfused) if unfused is not None else {}, framework="tf",
+    return Lowered(pre, target=t.name, framework="tf",
                    donation="the variables the function assigns (TensorFlow updates them in "
                             "place)",
-                   assignment=assignment, assignment_unfused=assignment_unfused)
+                   **compile_both(module, t, xla_unfused, on_text,
+                                  lambda text: with_user_lines(text, lines)))

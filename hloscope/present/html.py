@@ -130,6 +130,7 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
     elif not t.timelines:
         timeline_missing = "no timeline in this report (it was saved by an older hloscope)"
     element = _fusion_element(graph) if graph is not None else {}
+    biggest_first = sorted(t.fusions, key=lambda f: -f.eliminated_bytes)
     fusions = [{
         "name": f.name, "kind": f.kind + (f"/{f.backend_kind}" if f.backend_kind else ""),
         "hero": f.hero_opcode, "ops": f.op_count, "input": human_bytes(f.input_bytes),
@@ -143,10 +144,9 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
         + (f" +{len(f.scopes) - 2}" if len(f.scopes) > 2 else ""),
         "scope_text": " ".join(f.scopes), "sources": _sources(f.source_lines),
         "node": element.get(f.name, ""),
-    } for f in sorted(t.fusions, key=lambda f: -f.eliminated_bytes)]  # the biggest first
+    } for f in biggest_first]
     # The filter's placeholder: a scope of this module (the top fusion's), not a made-up one.
-    example = next((trim_scope(f.scopes[0]) for f in sorted(
-        t.fusions, key=lambda f: -f.eliminated_bytes) if f.scopes), "")
+    example = next((trim_scope(f.scopes[0]) for f in biggest_first if f.scopes), "")
     graph_svg, graph_dot, graph_missing, graph_notes, caption = "", "", "", [], ""
     if graph is not None:
         from hloscope.present.dot import dot_available, dot_source, render_svg
@@ -181,7 +181,8 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
                       "shape": v.shape, "bytes": human_bytes(v.size), "offset": f"{v.offset:,}",
                       "op_name": trim_scope(v.op_name)} for v in t.agreement.peak.live[:top]]},
         "fusions": fusions, "scope_example": example,
-        "fusion_help": {"intermediates": INTERMEDIATES_HELP, "eliminated": ELIMINATED_HELP}, "graph_svg": Markup(graph_svg), "graph_dot": graph_dot,
+        "fusion_help": {"intermediates": INTERMEDIATES_HELP, "eliminated": ELIMINATED_HELP},
+        "graph_svg": Markup(graph_svg), "graph_dot": graph_dot,
         "graph_missing": graph_missing, "graph_notes": graph_notes, "graph_caption": caption,
     }
 

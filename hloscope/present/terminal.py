@@ -75,9 +75,10 @@ def _short_source(src: str) -> str:
     return src.rsplit("/", 1)[-1]
 
 
-def _scopes(scopes: tuple[str, ...], limit: int = 2) -> str:
-    shown = ", ".join(scopes[:limit])
-    return shown + (f" +{len(scopes) - limit}" if len(scopes) > limit else "")
+def _few(names: Sequence[str], limit: int = 2) -> str:
+    """The first ``limit`` names and how many more there are: ``a, b +3``."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" +{len(names) - limit}" if len(names) > limit else "")
 
 
 def render_fusions(r: FusionReport, clusters: Sequence[FusionCluster],
@@ -91,7 +92,7 @@ def render_fusions(r: FusionReport, clusters: Sequence[FusionCluster],
         rows.append((c.name + (f" (in {c.parent})" if c.parent else ""), kind, c.hero_opcode,
                      str(c.op_count), human_bytes(c.input_bytes), human_bytes(c.output_bytes),
                      f"{c.intermediate_count} / {human_bytes(c.intermediate_bytes)}",
-                     _scopes(c.scopes), _short_source(c.source)))
+                     _few(c.scopes), _short_source(c.source)))
     lines += table(rows)
     if len(clusters) < len(r.clusters):
         lines.append(f"  ... {len(r.clusters) - len(clusters)} more fusions (--top 0 for all)")
@@ -116,9 +117,7 @@ def render_fusions(r: FusionReport, clusters: Sequence[FusionCluster],
             lines.append("largest pre-optimization values fused away (and the fusions whose "
                          "metadata names their op: the candidates, the first two by name):")
             lines += table([(op.name, op.opcode, op.shape, human_bytes(op.logical_bytes),
-                             op.scope, ", ".join(op.fusions[:2])
-                             + (f" +{len(op.fusions) - 2}" if len(op.fusions) > 2 else ""))
-                            for op in big])
+                             op.scope, _few(op.fusions)) for op in big])
     return "\n".join(lines) + "\n"
 
 
@@ -323,7 +322,7 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
         lines += table(heading
                        + [(f.name, f.kind + (f"/{f.backend_kind}" if f.backend_kind else ""),
                            f"{f.eliminated_count} / {human_bytes(f.eliminated_bytes)}",
-                           _scopes(f.scopes), ", ".join(_short_source(s)
+                           _few(f.scopes), ", ".join(_short_source(s)
                                                         for s in f.source_lines[:2]))
                           for f in t.top_fusions[:top]])
     if t.live_at_peak:
