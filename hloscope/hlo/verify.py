@@ -10,6 +10,7 @@ Errors point at the instruction's line when the text is given (``verify(module, 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Callable, Optional
@@ -75,6 +76,7 @@ def _integral(t: str) -> bool:
 
 
 _REAL_OF = {"c64": "f32", "c128": "f64"}
+_NOT_ARRAY = frozenset({"tuple", "token", "opaque"})  # Shape.is_array's complement
 _COMPLEX_OF = {"f32": "c64", "f64": "c128"}
 # What each opcode's operands may be, as XLA's front door states it (the element types
 # StableHLO's op definitions allow, which XLA's ShapeInference shares for these opcodes);
@@ -99,26 +101,11 @@ def _same_ignoring_precision(a: str, b: str) -> bool:
     return a == b or (_floating(a) and _floating(b))
 
 
-def _element_types(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
-    """The element types of an elementwise op, its operands and its result: operands of one
-    type (floating types of different widths pass: mixed precision), each opcode's type
-    family, and the result's type: pred for compare and is-finite, the real
-    type for real/imag/abs of a complex value, complex for complex, the operands' otherwise
-    (convert and bitcast-convert choose theirs)."""
-    op = instr.opcode
-    if op in ("convert", "bitcast-convert") or not instr.shape.is_array or \
-            not ops or not all(s.is_array for s in ops):
-        return
-    types = [s.element_type for s in ops]
-    out = instr.shape.element_type
-    values = types[1:] if op == "select" else types
-    if op == "select" and types[0] != "pred":
-        raise _Problem("element-type", f"select's predicate is {types[0]}, not pred")
-    for t in values[1:]:
-        if not _same_ignoring_precision(t, values[0]):
-            raise _Problem("element-type",
-                           f"{op} operands have different element types: {values[0]} and {t}")
-    t = values[0]
+@functools.lru_cache(maxsize=None)
+def _typing(op: str, t: str) -> tuple[Optional[str], str]:
+    """For ``op`` on operands of type ``t``: the type family it takes when ``t`` is not in it
+    (else None), and the result type it gives. A few dozen (opcode, type) pairs occur in a
+    module, so this is worked out once per pair."""
     family = ("floating" if op in _FLOAT_ONLY and not _floating(t) else
               "floating or complex" if op in _FLOAT_OR_COMPLEX and not (_floating(t) or
                                                                          _complex(t)) else
@@ -129,17 +116,42 @@ def _element_types(comp: Computation, instr: Instruction, ops: list[Shape]) -> N
               "signed integral, floating or complex" if op in _SIGNED and (
                   t == "pred" or t.startswith("u")) else
               "floating" if op == "complex" and t not in _COMPLEX_OF else None)
-    if family is not None:
-        raise _Problem("element-type", f"{op} takes {family} operands, not {t}")
     if op in ("compare", "is-finite"):
         want = "pred"
     elif op in ("real", "imag", "abs"):
         want = _REAL_OF.get(t, t)
     elif op == "complex":
-        want = _COMPLEX_OF[t]
+        want = _COMPLEX_OF.get(t, t)
     else:
         want = t
-    if not _same_ignoring_precision(out, want):
+    return family, want
+
+
+def _element_types(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    """The element types of an elementwise op, its operands and its result: operands of one
+    type (floating types of different widths pass: mixed precision), each opcode's type
+    family, and the result's type: pred for compare and is-finite, the real
+    type for real/imag/abs of a complex value, complex for complex, the operands' otherwise
+    (convert and bitcast-convert choose theirs)."""
+    op = instr.opcode
+    out = instr.shape.element_type
+    types = [s.element_type for s in ops]
+    # (verify's hot path: element types compared as strings, no Shape property per operand)
+    if op in ("convert", "bitcast-convert") or not types or out in _NOT_ARRAY or \
+            not _NOT_ARRAY.isdisjoint(types):
+        return
+    values = types[1:] if op == "select" else types
+    if op == "select" and types[0] != "pred":
+        raise _Problem("element-type", f"select's predicate is {types[0]}, not pred")
+    t = values[0]
+    for other in values[1:]:
+        if other != t and not _same_ignoring_precision(other, t):
+            raise _Problem("element-type",
+                           f"{op} operands have different element types: {t} and {other}")
+    family, want = _typing(op, t)
+    if family is not None:
+        raise _Problem("element-type", f"{op} takes {family} operands, not {t}")
+    if out != want and not _same_ignoring_precision(out, want):
         raise _Problem("element-type", f"{op} of {t} gives {want}, not {out}")
 
 
