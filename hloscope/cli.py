@@ -16,7 +16,7 @@ from hloscope.hlo.ir import Module
 from hloscope.hlo.parser import HloParseError, parse
 
 if TYPE_CHECKING:
-    from hloscope.analysis.diff import Report
+    from hloscope.analysis.diff import Measured, Report, TargetReport
     from hloscope.pipeline import Modules
 
 
@@ -608,6 +608,178 @@ def sweep(path: str, varies: tuple[str, ...], target: str, entry: Optional[str],
     else:
         from hloscope.present.terminal import render_sweep
         click.echo(render_sweep(result), nl=False)
+
+
+# --- compare --------------------------------------------------------------------------------
+
+def _side_command() -> click.Command:
+    """The options --a and --b take: `diff`'s options for a model file, and --pre for an
+    optimized HLO file."""
+    def keep(**kw: object) -> dict[str, object]:
+        return kw
+    params: list[click.Parameter] = [
+        click.Option(["--target"], help="cpu, gpu-h100, tpu-v3, ... or a comma list."),
+        click.Option(["--entry"]), click.Option(["--set", "sets"], multiple=True),
+        click.Option(["--dtype"], type=click.Choice(["bf16", "f16", "f32"])),
+        click.Option(["--donate"], callback=_donate),
+        click.Option(["--devices"], type=click.IntRange(min=1)), click.Option(["--split"]),
+        click.Option(["--module", "module_name"]),
+        click.Option(["--backend"], type=click.Choice(["cpu", "gpu", "tpu", "tpu-v4"])),
+        click.Option(["--pre", "pre_file"], type=click.Path(exists=True, dir_okay=False))]
+    return click.Command("side", params=params, callback=keep)
+
+
+def _side_options(flag: str, text: str) -> dict[str, object]:
+    import shlex
+    try:
+        args = shlex.split(text)
+        got = _side_command().main(args=args, prog_name=flag, standalone_mode=False)
+    except ValueError as e:
+        fail(f"{flag} {text!r}: {e}")
+    except click.UsageError as e:
+        fail(f"{flag} {text!r}: {e.format_message()}")
+    assert isinstance(got, dict)
+    return got
+
+
+def _growth_rule(text: str) -> tuple[str, float]:
+    """``5%``, ``temp:5%``, ``scope=attention:10%`` → (what, fraction)."""
+    what, _, pct = text.rpartition(":")
+    what = what or "total"
+    number = pct.strip().rstrip("%")
+    try:
+        fraction = float(number) / 100
+    except ValueError:
+        fraction = -1.0
+    if fraction < 0 or not (what in ("total", "temp") or
+                            (what.startswith("scope=") and len(what) > 6)):
+        raise click.BadParameter(f"{text!r}: expected [total|temp|scope=NAME:]PERCENT, e.g. "
+                                 "5%, temp:5% or scope=attention:10%")
+    return what, fraction
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--a", "a_text", default="", metavar="OPTIONS",
+              help="diff's options for side A only, in quotes: --a \"--donate none\" (added to "
+                   "those given outside --a/--b); --pre P for an optimized HLO file.")
+@click.option("--b", "b_text", default="", metavar="OPTIONS", help="The same for side B.")
+@click.option("--a-xla-flags", default="", metavar="FLAGS",
+              help="XLA flags for side A's compile, as XLA_FLAGS takes them "
+                   "(--xla_disable_hlo_passes=fusion-merger); it compiles in a worker process.")
+@click.option("--b-xla-flags", default="", metavar="FLAGS", help="The same for side B.")
+@click.option("--target", "target_spec", default="cpu", show_default=True,
+              help="For model files: cpu, gpu-h100, tpu-v3, ... or a comma list.")
+@click.option("--entry", help="Which entry of the model file (default: its first).")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Override a size of the model file (repeatable).")
+@click.option("--dtype", type=click.Choice(["bf16", "f16", "f32"]),
+              help="Cast floating-point example arguments.")
+@click.option("--module", "module_name", help="For dump directories: which module.")
+@click.option("--backend", type=click.Choice(["cpu", "gpu", "tpu", "tpu-v4"]),
+              help="For HLO files: whose buffer-assignment rules (default: read from the "
+                   "module).")
+@click.option("--depth", type=click.IntRange(min=1),
+              help="Group scopes by their first N components (default: whole scopes).")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Rows of each table.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False),
+              help="Write the comparison as one self-contained HTML page.")
+@click.option("--fail-if-grows", "rules", multiple=True, metavar="[WHAT:]PERCENT",
+              help="Exit 1 when B is more than PERCENT above A: on the total (5%), the temp "
+                   "(temp:5%) or the bytes live at the peak in a scope (scope=NAME:10%); "
+                   "XLA's figures where both sides have them (repeatable).")
+@_devices_options
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+def compare(paths: tuple[str, ...], a_text: str, b_text: str, a_xla_flags: str,
+            b_xla_flags: str, target_spec: str, entry: Optional[str], sets: tuple[str, ...],
+            dtype: Optional[str], module_name: Optional[str], backend: Optional[str],
+            depth: Optional[int], top: int, as_json: bool, html_path: Optional[str],
+            rules: tuple[str, ...], devices: int, split: str, donate: Optional[str],
+            quiet: bool) -> None:
+    """What changed between two compiles, aligned by source op: totals beside XLA's, the
+    scopes and source lines whose bytes at the peak, saved activations, fusions and
+    eliminated intermediates moved most, buffers at the peak on one side only, and fusions
+    that group the same ops differently. PATHS: A and B (each a model file, a directory
+    `diff --save` wrote, an --xla_dump_to directory or an optimized HLO file), or one model
+    file compared under two sets of options (--a, --b, --a-xla-flags, --b-xla-flags)."""
+    from hloscope import pipeline
+    from hloscope.analysis.compare import compare as compare_sides, growth
+    from hloscope.frontends.jax import CompileError, MissingCompilerError
+    from hloscope.frontends.loader import ModelFileError
+    from hloscope.present.progress import Progress
+    if len(paths) > 2:
+        fail("expected A and B, or one model file with --a/--b")
+    parsed_rules = [_growth_rule(r) for r in rules]
+    if len(paths) == 1 and not paths[0].endswith(".py"):
+        fail(f"{paths[0]}: one path is compared with itself only as a model file under two "
+             "sets of options; give A and B")
+    specs = []
+    try:
+        shared_sets = _parse_sets(sets)
+        for flag, path, text, flags in (("--a", paths[0], a_text, a_xla_flags),
+                                        ("--b", paths[-1], b_text, b_xla_flags)):
+            if not os.path.exists(path):
+                fail(f"no such file or directory: {path}")
+            o = _side_options(flag, text)
+            if flags and not path.endswith(".py"):
+                fail(f"{flag}-xla-flags compiles a model file; {path} is not one")
+            side_sets = dict(shared_sets, **_parse_sets(tuple(o["sets"])))  # type: ignore
+            targets = str(o["target"] or target_spec)
+            chosen = tuple(_targets(targets)[0]) if path.endswith(".py") else ("cpu",)
+            specs.append(pipeline.SideSpec(
+                path, chosen, str(o["entry"] or entry or "") or None,
+                tuple(side_sets.items()), o["dtype"] or dtype,  # type: ignore[arg-type]
+                o["donate"] if o["donate"] is not None else donate,  # type: ignore[arg-type]
+                int(o["devices"] or devices), str(o["split"] or split),  # type: ignore
+                str(o["module_name"] or module_name or "") or None,
+                str(o["backend"] or backend or "") or None,
+                str(o["pre_file"]) if o["pre_file"] else None, flags))
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+        sides: list[dict[str, tuple["TargetReport", "Measured"]]] = []
+        with Progress(enabled=not quiet) as progress:
+            for label, spec in zip("ab", specs):
+                if label == "b" and spec == specs[0]:
+                    sides.append(sides[0])  # the same compile: measured once
+                    continue
+
+                def stage(target: str, what: str, label: str = label) -> None:
+                    progress.stage(f"{label.upper()} {target}", what)
+                sides.append(pipeline.side_measures(spec, stage, top))
+    except (ModelFileError, CompileError, MissingCompilerError,
+            pipeline.DirectoryError) as e:
+        fail(str(e))
+    except HloParseError as e:
+        fail_parse(e)
+    result = compare_sides(sides[0], sides[1], specs[0].describe(), specs[1].describe(),
+                           depth)
+    if not result.targets:
+        fail("the two sides have no target in common: "
+             + ", ".join(f"{k} ({v})" for k, v in result.unpaired.items()))
+    if html_path:
+        from hloscope.present.html import render_compare_html
+        from hloscope.present.plot import matplotlib_missing
+        missing = matplotlib_missing()
+        if missing:
+            click.echo(f"hloscope: {missing}; the page has no timeline", err=True)
+        _write_text(html_path, render_compare_html(result, pipeline.compare_graphs(result, sides),
+                                                   top, timeline=missing is None))
+        if not quiet:
+            click.echo(f"wrote {html_path}", err=True)
+    if as_json:
+        from hloscope.present.json import render
+        click.echo(render(result), nl=False)
+    else:
+        from hloscope.present.terminal import render_compare
+        click.echo(render_compare(result, top), nl=False)
+    grown = [(g, fraction) for t in result.targets for what, fraction in parsed_rules
+             for g in [growth(t, what)] if g.grew_over(fraction)]
+    if grown:
+        from hloscope.present.terminal import growth_line
+        for g, fraction in grown:
+            click.echo("hloscope: " + growth_line(g, fraction), err=True)
+        sys.exit(1)
 
 
 def _pictures(rep: "Report", modules: "Modules", html_path: Optional[str],

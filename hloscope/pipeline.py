@@ -149,7 +149,10 @@ def read_ahead(program: Program) -> Optional[tuple[Module, Module, Measured]]:
     return program.ahead.result(program) if program.ahead is not None else None
 
 
-def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) -> TargetReport:
+def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None,
+            measures: Optional[dict[str, Measured]] = None) -> TargetReport:
+    """One program's report; ``modules`` and ``measures``, when given, receive its parsed
+    modules (the pictures need them) and its measures (``hloscope compare`` aligns them)."""
     ahead = read_ahead(program)
     aid: Optional[helper.UnfusedHelper] = None
     try:
@@ -161,8 +164,13 @@ def analyse(program: Program, top: int = 10, modules: Optional[Modules] = None) 
                 aid = helper.UnfusedHelper()
                 aid.submit(program.post, program.post_source, program.backend)
             (pre, post), measured = modules_of(program), None
+            if measures is not None:
+                measured = measure(pre, post, program.backend,
+                                   unfused_of=aid.result if aid else None)
         if modules is not None:
             modules[program.target] = (pre, post)
+        if measures is not None and measured is not None:
+            measures[program.target] = measured
         return target_report(pre, post, program.target, program.backend, program.xla or None,
                              program.xla_unfused or None, program.framework, top,
                              program.parallel, measured, aid.result if aid else None,
@@ -217,13 +225,15 @@ def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
                 sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None,
                 xla_unfused: bool = True, on_stage: Stage = _quiet, devices: int = 1,
                 split: str = "batch", fusions: bool = True,
-                donate: Optional[str] = None) -> tuple[str, list[Program]]:
+                donate: Optional[str] = None, xla_flags: str = "") -> tuple[str, list[Program]]:
     """Lower a model file's entry for each target: cpu in this process, every other target
     (and every target with ``devices`` > 1: data parallel over the size ``split``) in a worker
     process of its own. Returns the entry's name and one Program per target. A program
     lowered here is read while XLA compiles it (Ahead); ``fusions`` False leaves the fusion
     clusters out of that (fit needs only the memory). ``donate``: see
-    frontends.jax.parse_donate (None: as the entry does)."""
+    frontends.jax.parse_donate (None: as the entry does). ``xla_flags`` (XLA_FLAGS syntax:
+    ``--xla_disable_hlo_passes=fusion-merger``) are read when XLA starts, so with them every
+    target compiles in a worker process whose XLA_FLAGS add them."""
     from hloscope.frontends.loader import load_model_file
     from hloscope.frontends.targets import get_target
     from hloscope.frontends.worker import lower_in_worker
@@ -233,16 +243,17 @@ def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
     chosen = model.entry(entry, sizes)
     programs = []
     for t in ts:
-        if t.platform == "cpu" and devices == 1:
+        if t.platform == "cpu" and devices == 1 and not xla_flags:
             on_stage(t.name, "lowering and compiling" + (" (and without fusion)"
                                                          if xla_unfused else ""))
             programs.append(_lower_here(chosen, t, path, dtype, xla_unfused, fusions,
                                         donate))
             continue
         on_stage(t.name, "lowering and compiling in a worker process"
-                 + (f" for {devices} devices" if devices > 1 else ""))
+                 + (f" for {devices} devices" if devices > 1 else "")
+                 + (f" with {xla_flags}" if xla_flags else ""))
         lowered = lower_in_worker(path, chosen.name, dict(sizes or {}), t, dtype,
-                                  xla_unfused, devices, split, donate)
+                                  xla_unfused, devices, split, donate, xla_flags)
         programs.append(_program(lowered, path, t.backend))
     return chosen.name, programs
 
@@ -250,13 +261,13 @@ def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
 def diff_programs(programs: Sequence[Program], model: str, entry: str = "",
                   sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None,
                   skipped: Optional[dict[str, str]] = None, top: int = 10,
-                  on_stage: Stage = _quiet, modules: Optional[Modules] = None) -> Report:
-    """The report of each program; ``modules``, when given, receives the parsed modules (the
-    pictures need them)."""
+                  on_stage: Stage = _quiet, modules: Optional[Modules] = None,
+                  measures: Optional[dict[str, Measured]] = None) -> Report:
+    """The report of each program; ``modules`` and ``measures``: see ``analyse``."""
     reports = []
     for p in programs:
         on_stage(p.target, "parsing and analysing")
-        reports.append(analyse(p, top, modules))
+        reports.append(analyse(p, top, modules, measures))
     return report(tuple(reports), model, entry, sizes, dtype, skipped)
 
 
@@ -422,6 +433,23 @@ def report_graphs(modules: Modules, max_nodes: Optional[int] = None) -> dict[str
             for target, (_pre, post) in modules.items()}
 
 
+def compare_graphs(result: Any, sides: Sequence[dict[str, tuple[TargetReport, Measured]]],
+                   max_nodes: Optional[int] = None) -> dict[tuple[str, str], Any]:
+    """The fusion graph of each side's optimized entry for each compared target (an
+    analysis.compare.CompareReport), keyed (target, "a" | "b"), ids kept apart per side."""
+    from hloscope.analysis.fusion_graph import DEFAULT_MAX_NODES, fusion_graph
+    from hloscope.present.html import target_key
+    graphs = {}
+    for t in result.targets:
+        for label, side, name in (("a", sides[0], t.a.target), ("b", sides[1], t.b.target)):
+            fused = side[name][1].memory._fused
+            if fused is not None:
+                graphs[(t.target, label)] = fusion_graph(
+                    fused.module, max_nodes=max_nodes or DEFAULT_MAX_NODES,
+                    id_prefix=f"{target_key(t.target)}-{label}-")
+    return graphs
+
+
 def write_svgs(directory: str, rep: Report, graphs: dict[str, Any]) -> tuple[list[str],
                                                                             list[str]]:
     """Per target ``<target>.fusions.svg`` (its graph from ``report_graphs``) and
@@ -452,3 +480,79 @@ def write_svgs(directory: str, rep: Report, graphs: dict[str, Any]) -> tuple[lis
             f.write(timeline_svg(t.timelines, t.live_at_peak, t.target))
         written.append(path)
     return written, sorted(set(problems))
+
+
+# --- hloscope compare: one side ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SideSpec:
+    """One side of ``hloscope compare``: a model file and `diff`'s options for it, a directory
+    (``--save`` or ``--xla_dump_to``), or an optimized HLO file (``pre``: its
+    pre-optimization text, where given)."""
+
+    path: str
+    targets: tuple[str, ...] = ("cpu",)
+    entry: Optional[str] = None
+    sizes: tuple[tuple[str, Any], ...] = ()
+    dtype: Optional[str] = None
+    donate: Optional[str] = None
+    devices: int = 1
+    split: str = "batch"
+    module: Optional[str] = None
+    backend: Optional[str] = None
+    pre: Optional[str] = None
+    xla_flags: str = ""
+
+    def describe(self) -> str:
+        """The side as the command line that makes it."""
+        words = [self.path]
+        if self.path.endswith(".py"):
+            if tuple(self.targets) != ("cpu",):
+                words.append("--target " + ",".join(self.targets))
+            if self.entry:
+                words.append(f"--entry {self.entry}")
+            words += [f"--set {k}={v}" for k, v in self.sizes]
+            if self.dtype:
+                words.append(f"--dtype {self.dtype}")
+            if self.donate is not None:
+                words.append(f"--donate {self.donate}")
+            if self.devices > 1:
+                words.append(f"--devices {self.devices}" + (f" --split {self.split}"
+                                                            if self.split != "batch" else ""))
+        if self.module:
+            words.append(f"--module {self.module}")
+        if self.backend:
+            words.append(f"--backend {self.backend}")
+        if self.pre:
+            words.append(f"(pre: {self.pre})")
+        if self.xla_flags:
+            words.append(f"XLA_FLAGS='{self.xla_flags}'")
+        return " ".join(words)
+
+
+def side_programs(spec: SideSpec, on_stage: Stage = _quiet) -> list[Program]:
+    """The programs of one side (lowered without XLA's no-fusion compile: a comparison does
+    not show it)."""
+    if os.path.isdir(spec.path):
+        saved = saved_programs(spec.path)
+        if saved is not None:
+            return saved[0]
+        return [dump_program(spec.path, spec.module, spec.backend)]
+    if spec.path.endswith(".py"):
+        return lower_model(spec.path, spec.targets, spec.entry, dict(spec.sizes), spec.dtype,
+                           False, on_stage, spec.devices, spec.split, donate=spec.donate,
+                           xla_flags=spec.xla_flags)[1]
+    post = read_text(spec.path)
+    # Without its pre-optimization text the optimized one stands in (the eager row, which a
+    # comparison does not show, is then of the optimized module).
+    pre = read_text(spec.pre) if spec.pre else post
+    return [Program("hlo", pre, post, spec.pre or spec.path, spec.path, spec.backend)]
+
+
+def side_measures(spec: SideSpec, on_stage: Stage = _quiet, top: int = 10
+                  ) -> dict[str, tuple[TargetReport, Measured]]:
+    """Each target of one side: its report and its measures."""
+    programs = side_programs(spec, on_stage)
+    measures: dict[str, Measured] = {}
+    rep = diff_programs(programs, spec.path, top=top, on_stage=on_stage, measures=measures)
+    return {t.target: (t, measures[t.target]) for t in rep.targets}

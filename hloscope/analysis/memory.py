@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from hloscope.analysis.activations import SavedActivations, saved_for_backward
+from hloscope.analysis.activations import NO_SOURCE, SavedActivations, saved_for_backward
 from hloscope.analysis.backends import EAGER, Backend, backend_for
 from hloscope.analysis.fusion import trim_scope
 from hloscope.analysis.liveness import (VIEWS, Analysis, Eliminated, MemoryFigures, Timeline,
@@ -45,6 +45,7 @@ class EliminatedDetail:
     by_fusion: tuple[EliminatedGroup, ...]
     by_scope: tuple[EliminatedGroup, ...]
     by_opcode: tuple[EliminatedGroup, ...]
+    by_source: tuple[EliminatedGroup, ...] = ()  # file:line of the op that made the value
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,7 @@ def eliminated_intermediates(unfused: Analysis, expanded: Unfused) -> Eliminated
     by_fusion: dict[str, list[int]] = defaultdict(list)
     by_scope: dict[str, list[int]] = defaultdict(list)
     by_opcode: dict[str, list[int]] = defaultdict(list)
+    by_source: dict[str, list[int]] = defaultdict(list)
     instr_at = {(c, i.name): i for c, i in unfused.schedule}
     ids: set[int] = set()
     for v in unfused.values:
@@ -105,11 +107,13 @@ def eliminated_intermediates(unfused: Analysis, expanded: Unfused) -> Eliminated
         by_fusion[origin.fusion].append(v.size)
         by_scope[trim_scope(v.op_name) or "(no op_name)"].append(v.size)
         by_opcode[instr.opcode].append(v.size)
+        by_source[v.source or NO_SOURCE].append(v.size)
     peak = unfused.figures.peak_step
     at_peak = [v.size for v in unfused.values if v.id in ids and v.start <= peak <= v.end]
     return EliminatedDetail(len(ids), sum(unfused.values[i].size for i in ids), sum(at_peak),
                             len(at_peak),
-                            _groups(by_fusion), _groups(by_scope), _groups(by_opcode))
+                            _groups(by_fusion), _groups(by_scope), _groups(by_opcode),
+                            _groups(by_source))
 
 
 def eager_analysis(pre: Module) -> Analysis:

@@ -53,8 +53,10 @@ def lower_entry(entry: Entry, target: Target, path: str, dtype: Optional[str] = 
             from None
 
 
-def worker_environment(target: Target, devices: int = 1) -> dict[str, str]:
+def worker_environment(target: Target, devices: int = 1, xla_flags: str = "") -> dict[str, str]:
     env = dict(os.environ)
+    if xla_flags:
+        env["XLA_FLAGS"] = " ".join(f for f in (env.get("XLA_FLAGS", ""), xla_flags) if f)
     if target.platform == "cpu" and devices > 1:
         # XLA:CPU shows this many host devices to the process (read when JAX starts).
         flags = [f for f in env.get("XLA_FLAGS", "").split()
@@ -71,10 +73,12 @@ def worker_environment(target: Target, devices: int = 1) -> dict[str, str]:
 
 def lower_in_worker(path: str, entry: Optional[str], sizes: dict[str, Any], target: Target,
                     dtype: Optional[str] = None, xla_unfused: bool = True, devices: int = 1,
-                    split: str = "batch", donate: Optional[str] = None) -> Lowered:
+                    split: str = "batch", donate: Optional[str] = None,
+                    xla_flags: str = "") -> Lowered:
     """Run the worker for one target and return what it lowered; raise its error here.
     ``devices`` > 1 lowers the data-parallel program split over ``split``
-    (``frontends.parallel``); the Lowered's ``parallel`` says how it went."""
+    (``frontends.parallel``); the Lowered's ``parallel`` says how it went. ``xla_flags`` are
+    added to the worker's XLA_FLAGS (XLA reads them when it starts)."""
     with tempfile.TemporaryDirectory(prefix="hloscope-worker-") as tmp:
         request = os.path.join(tmp, "request.json")
         result = os.path.join(tmp, "result.json")
@@ -83,7 +87,8 @@ def lower_in_worker(path: str, entry: Optional[str], sizes: dict[str, Any], targ
                        "target": target.name, "dtype": dtype, "xla_unfused": xla_unfused,
                        "devices": devices, "split": split, "donate": donate}, f)
         proc = subprocess.run([sys.executable, "-m", "hloscope.frontends.worker", request,
-                               result], env=worker_environment(target, devices), stdin=subprocess.DEVNULL,
+                               result], env=worker_environment(target, devices, xla_flags),
+                              stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if not os.path.exists(result):
             tail = "\n  ".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 if TYPE_CHECKING:
+    from hloscope.analysis.compare import GroupRow, TargetComparison
     from hloscope.analysis.diff import Report, TargetReport
 
 
@@ -135,3 +136,65 @@ INTERMEDIATES_HELP = ("intermediates: the ops inside each fusion's computation, 
 ELIMINATED_HELP = ("the values of the unfused program (this fusion expanded, as the unfused "
                    "row counts it) that come from inside the fusion and are not its output: "
                    "with fusion they never become buffers")
+
+
+def signed_bytes(n: int) -> str:
+    """A difference of bytes: '+1.50 MiB', '-512 B', '0'."""
+    return "0" if n == 0 else ("+" if n > 0 else "-") + human_bytes(abs(n))
+
+
+def signed_count(n: int) -> str:
+    return f"{n:+,}" if n else "0"
+
+
+def compare_total_rows(t: "TargetComparison") -> list[tuple[str, ...]]:
+    """Both sides of a target, figure by figure, with B - A: hloscope's fused figures, then
+    XLA's memory_analysis() where the side has it."""
+    a, b = t.a, t.b
+    rows: list[tuple[str, ...]] = [("", "A", "B", "B - A")]
+    for label, attr in (("parameters", "parameter_bytes"), ("outputs", "output_bytes"),
+                        ("alias", "alias_bytes"), ("temp peak", "temp_peak_bytes"),
+                        ("temp packed", "temp_bytes"), ("total", "total_bytes")):
+        va, vb = getattr(a, attr), getattr(b, attr)
+        rows.append((label, human_bytes(va), human_bytes(vb), signed_bytes(vb - va)))
+    for label, key in (("XLA temp", "temp_size_in_bytes"), ("XLA total", "total_bytes")):
+        xa = a.xla.get(key) if a.xla else None
+        xb = b.xla.get(key) if b.xla else None
+        if xa is None and xb is None:
+            continue
+        rows.append((label, bytes_or_dash(xa), bytes_or_dash(xb),
+                     signed_bytes(xb - xa) if xa is not None and xb is not None else "-"))
+    rows.append(("fusions", f"{a.fusions:,}", f"{b.fusions:,}", signed_count(b.fusions
+                                                                           - a.fusions)))
+    rows.append(("eliminated (traffic)", human_bytes(a.eliminated_bytes),
+                 human_bytes(b.eliminated_bytes),
+                 signed_bytes(b.eliminated_bytes - a.eliminated_bytes)))
+    if a.saved_bytes or b.saved_bytes:
+        rows.append(("saved activations", human_bytes(a.saved_bytes),
+                     human_bytes(b.saved_bytes), signed_bytes(b.saved_bytes - a.saved_bytes)))
+    return rows
+
+
+COMPARE_GROUP_HEAD = ("temp at peak A", "B", "B - A", "elsewhere B - A", "saved B - A",
+                      "fusions A → B", "eliminated B - A")
+# What the group columns mean (the HTML report's tooltips; the terminal says it in words).
+COMPARE_GROUP_HELP = {
+    "temp at peak A": "bytes of this group's values live in the temp allocation at side A's "
+                      "fused temp peak (the groups add up to A's temp peak)",
+    "elsewhere B - A": "the change in this group's values live at the peak inside an "
+                       "output's or a donated parameter's allocation (adding nothing to temp)",
+    "saved B - A": "the change in activations this group keeps for the backward pass",
+    "fusions A → B": "fusions whose own op_name (or source line) is in this group",
+    "eliminated B - A": "the change in intermediates fusion kept out of memory (traffic)",
+}
+
+
+def compare_group_rows(rows: "Sequence[GroupRow]", first: str) -> list[tuple[str, ...]]:
+    """The groups (scopes or source lines) that moved, biggest movers first."""
+    out: list[tuple[str, ...]] = [(first,) + COMPARE_GROUP_HEAD]
+    for r in rows:
+        out.append((r.key, human_bytes(r.a.peak_bytes), human_bytes(r.b.peak_bytes),
+                    signed_bytes(r.delta.peak_bytes), signed_bytes(r.delta.peak_elsewhere_bytes),
+                    signed_bytes(r.delta.saved_bytes),
+                    f"{r.a.fusions} → {r.b.fusions}", signed_bytes(r.delta.eliminated_bytes)))
+    return out

@@ -16,6 +16,7 @@ from hloscope.present.format import (ELIMINATED_HELP, INTERMEDIATES_HELP, MEMORY
                                      human_bytes, xla_total)
 
 if TYPE_CHECKING:
+    from hloscope.analysis.compare import CompareReport, TargetComparison
     from hloscope.analysis.diff import Report, TargetReport
     from hloscope.analysis.fusion_graph import FusionGraph
 
@@ -220,3 +221,121 @@ def render_html(r: "Report", graphs: Optional[Mapping[str, "FusionGraph"]] = Non
         title=f"hloscope diff {r.model}", subtitle=subtitle, version=__version__,
         targets=targets, comparison={"head": cmp_rows[0], "rows": cmp_rows[1:]},
         skipped=[f"{k}: {v}" for k, v in r.skipped.items()], script=Markup(script))
+
+
+# ---------------------------------------------------------------------------------------------
+# `hloscope compare --html`
+
+def _compare_side(t: "TargetComparison", label: str, key: str,
+                  graph: Optional["FusionGraph"]) -> dict[str, Any]:
+    from hloscope.present.format import human_bytes
+    element = _fusion_element(graph) if graph is not None else {}
+    rows = [r for r in t.regrouped if r.side == label.lower()]
+    other = "B" if label == "A" else "A"
+    fusions = [{
+        "name": r.fusion, "kind": r.kind, "ops": r.ops,
+        "intermediates": human_bytes(r.intermediate_bytes),
+        "intermediate_bytes": r.intermediate_bytes,
+        "other": ", ".join(f"{c.fusion} ({c.kind}) {c.ops}" if c.fusion else f"unfused {c.ops}"
+                           for c in r.other),
+        "scopes": ", ".join(r.scopes[:2]) + (f" +{len(r.scopes) - 2}" if len(r.scopes) > 2
+                                             else ""),
+        "scope_text": " ".join(r.scopes + r.source_lines), "node": element.get(r.fusion, ""),
+    } for r in rows]
+    view: dict[str, Any] = {"label": label, "other": other, "key": key, "fusions": fusions,
+                            "scope_example": next((r.scopes[0] for r in rows if r.scopes), ""),
+                            "graph_svg": Markup(""), "graph_missing": "", "graph_notes": [],
+                            "graph_caption": ""}
+    if graph is not None:
+        from hloscope.present.dot import dot_available, render_svg
+        view["graph_caption"] = (f"{graph.computation}, {graph.shown:,} of "
+                                 f"{graph.instructions:,} instructions"
+                                 f"{', fusions collapsed' if graph.collapsed else ''}; drag to "
+                                 "pan, wheel to zoom, click a node or a row")
+        view["graph_notes"] = list(graph.notes)
+        if dot_available():
+            view["graph_svg"] = Markup(_svg_body(render_svg(graph)))
+        else:
+            view["graph_missing"] = ("the Graphviz `dot` program is not installed, so the "
+                                     "graph is not drawn (apt-get install graphviz)")
+    return view
+
+
+def _compare_target(t: "TargetComparison", key: str,
+                    graphs: Mapping[tuple[str, str], "FusionGraph"], top: int,
+                    draw_timeline: bool) -> dict[str, Any]:
+    from hloscope.analysis.compare import NO_OP_NAME, TOP_LEVEL
+    from hloscope.present.format import (COMPARE_GROUP_HELP, compare_group_rows,
+                                         compare_total_rows, human_bytes)
+    totals = compare_total_rows(t)
+    groups = []
+    for title, rows, first, kind in (("Scopes that moved most", t.by_scope, "scope", "scope"),
+                                     ("Source lines that moved most", t.by_source,
+                                      "source line", "source")):
+        moved = [r for r in rows if r.moved or r.delta.fusions]
+        table = compare_group_rows(moved[:top], first)
+        groups.append({
+            "title": title, "kind": kind, "moved": len(moved), "total": len(rows),
+            "head": table[0], "help": [COMPARE_GROUP_HELP.get(h, "") for h in table[0]],
+            "rows": [{"cells": cells, "filter": "" if r.key in (TOP_LEVEL, NO_OP_NAME)
+                      or r.key.startswith("(") else r.key}
+                     for r, cells in zip(moved, table[1:])]})
+    peak_changes = []
+    for title, bufs in (("Live at B's peak, not at A's", t.appeared_at_peak),
+                        ("Live at A's peak, not at B's", t.vanished_at_peak)):
+        if bufs:
+            peak_changes.append({
+                "title": title, "count": len(bufs),
+                "bytes": human_bytes(sum(p.bytes for p in bufs)),
+                "rows": [{"name": p.name, "cls": p.cls, "shape": p.shape,
+                          "bytes": human_bytes(p.bytes), "op_name": p.op_name,
+                          "source": p.source.rsplit("/", 1)[-1]} for p in bufs[:top]]})
+    only_a = sum(1 for r in t.regrouped if r.side == "a")
+    timeline_svg, timeline_missing = "", ""
+    tl_a, tl_b = t._timelines
+    if draw_timeline and tl_a is not None and tl_b is not None:
+        from hloscope.present.plot import compare_timeline_svg, matplotlib_missing
+        timeline_missing = matplotlib_missing() or ""
+        if not timeline_missing:
+            timeline_svg = _prefix_ids(_svg_body(compare_timeline_svg(
+                [("A", tl_a, t.a.total_bytes - t.a.temp_bytes),
+                 ("B", tl_b, t.b.total_bytes - t.b.temp_bytes)])), f"{key}-timeline-")
+    else:
+        timeline_missing = "no timeline drawn"
+    return {
+        "key": key, "name": t.target if t.a.target == t.b.target
+        else f"{t.a.target} (A) / {t.b.target} (B)",
+        "backend": t.a.backend + (f" / {t.b.backend}" if t.b.backend != t.a.backend else ""),
+        "totals": {"head": totals[0], "rows": totals[1:]},
+        "facts": [f"peak at: A {t.a.peak_instruction}, B {t.b.peak_instruction}"],
+        "timeline_svg": Markup(timeline_svg), "timeline_missing": timeline_missing,
+        "groups": groups, "peak_changes": peak_changes,
+        "fusion_summary": f"Fusions: {t.matched_fusions:,} with the same kind and ops on both "
+                          f"sides; {only_a:,} of A's and {len(t.regrouped) - only_a:,} of B's "
+                          "grouped differently.",
+        "sides": [_compare_side(t, label, f"{key}-{label.lower()}",
+                                graphs.get((t.target, label.lower())))
+                  for label in ("A", "B")],
+    }
+
+
+def render_compare_html(r: "CompareReport",
+                        graphs: Optional[Mapping[tuple[str, str], "FusionGraph"]] = None,
+                        top: int = 15, timeline: bool = True) -> str:
+    """``hloscope compare`` as one self-contained page: per target both sides' totals, the
+    two fused timelines on one axis, the movers by scope and source line (a row filters both
+    sides' fusion tables), the buffers at one peak only, and each side's regrouped fusions
+    linked to its fusion graph. ``graphs`` maps (target, "a" | "b") to a picture built with
+    ``id_prefix=target_key(target) + '-a-'`` (or ``-b-``)."""
+    import jinja2
+
+    from hloscope import __version__
+    env = jinja2.Environment(loader=jinja2.PackageLoader("hloscope.present", "templates"),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]),
+                             undefined=jinja2.StrictUndefined)
+    targets = [_compare_target(t, target_key(t.target), graphs or {}, top, timeline)
+               for t in r.targets]
+    return env.get_template("compare.html.j2").render(
+        title="hloscope compare", version=__version__, a=r.a, b=r.b, targets=targets,
+        unpaired=[f"target {k}: {v}, not compared" for k, v in r.unpaired.items()],
+        script=Markup(env.get_template("report.js.j2").render()))

@@ -159,6 +159,47 @@ def sweep_svg(r: "SweepResult") -> str:
     return buf.getvalue()
 
 
+def compare_timeline_svg(sides: Sequence[tuple[str, "Timeline", int]], title: str = "") -> str:
+    """Two (or more) fused timelines on one axis, ``(label, timeline, base)`` each: ``base``
+    is the side's parameters + outputs - alias (what is allocated for the whole program), the
+    curve adds its temporaries live; the x axis is the position in each side's own schedule.
+    Raises ImportError without matplotlib."""
+    import matplotlib
+    matplotlib.use("svg", force=False)
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    top = max((base + t.peak_bytes for _, t, base in sides), default=1)
+    unit_name, unit = next(((n, u) for n, u in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+                            if top >= 2 * u), ("B", 1))
+    colours, styles = ("#0072B2", "#D55E00", "#009E73"), ("-", "--", ":")
+    for k, (label, t, base) in enumerate(sides):
+        if not t.steps:
+            continue
+        x = [100.0 * s / t.steps for s in t.step] + [100.0]
+        y = [(base + v) / unit for v in t.temp] + [(base + (t.temp[-1] if t.temp else 0)) / unit]
+        colour = colours[k % len(colours)]
+        ax.step(x, y, where="post", color=colour, ls=styles[k % len(styles)], lw=1.4,
+                label=f"{label}: peak {human_bytes(base + t.peak_bytes)} "
+                      f"({human_bytes(base)} allocated throughout)")
+        ax.plot([100.0 * t.peak_step / t.steps], [(base + t.peak_bytes) / unit], marker="v",
+                color=colour, ms=7)
+    ax.set_xlim(0, 100)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("position in each side's schedule (% of its steps)")
+    ax.set_ylabel(f"live ({unit_name})")
+    ax.grid(True, axis="y", lw=0.4, color="#DDDDDD")
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="lower right", framealpha=0.85)
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hloscope"}):
+        fig.savefig(buf, format="svg",
+                    metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    return buf.getvalue()
+
+
 def matplotlib_missing() -> Optional[str]:
     """None when matplotlib imports, else how to install it."""
     import importlib.util

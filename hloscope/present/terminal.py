@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from hloscope.analysis.activations import SavedActivations
     from hloscope.analysis.agreement import Agreement
     from hloscope.analysis.agreement import Comparison, Sharing
+    from hloscope.analysis.compare import CompareReport, GroupRow, Growth, TargetComparison
     from hloscope.fit import FitResult, SweepResult
 from hloscope.present.format import (INTERMEDIATES_HELP, MEMORY_HELP, comparison_rows,
                                      human_bytes, memory_rows, ratio_text, table)
@@ -496,3 +497,89 @@ def render_check(agreements: Sequence["Agreement"], tolerance: float, source: st
             lines += ["  " + line for line in comparison_lines(a.comparison, details)]
     lines += ["", f"{agreeing} of {checked} checked agree within {pct}"]
     return "\n".join(lines) + "\n"
+
+
+def _aligned(rows: list[tuple[str, ...]], indent: str = "  ") -> list[str]:
+    """The first column left-aligned, the others right-aligned."""
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [indent + "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+            for r in rows]
+
+
+def _moved(rows: Sequence["GroupRow"], top: int) -> list["GroupRow"]:
+    return [r for r in rows if r.moved or r.delta.fusions][:top]
+
+
+def render_compare_target(t: "TargetComparison", top: int = 10) -> list[str]:
+    from hloscope.present.format import compare_group_rows, compare_total_rows
+    name = t.target if t.a.target == t.b.target else f"{t.a.target} (A) / {t.b.target} (B)"
+    lines = [f"target {name}  (backend {t.a.backend}"
+             + (f" / {t.b.backend}" if t.b.backend != t.a.backend else "") + ")", ""]
+    lines += _aligned(compare_total_rows(t))
+    lines.append(f"  peak at: A {t.a.peak_instruction}, B {t.b.peak_instruction}")
+    depth = f", scopes cut to {t.scope_depth} components" if t.scope_depth else ""
+    for title, rows, first in (("scopes", t.by_scope, "scope"),
+                               ("source lines", t.by_source, "source line")):
+        moved = _moved(rows, top)
+        if not moved:
+            lines += ["", f"no {title[:-1]} moved"]
+            continue
+        n = len(_moved(rows, len(rows)))
+        lines += ["", f"{title} that moved most ({n} of {len(rows)}{depth if first == 'scope' else ''};"
+                  " bytes live at each side's fused temp peak, in the temp allocation and elsewhere; "
+                  "saved activations, fusions, eliminated intermediates):"]
+        table_rows = compare_group_rows(moved, first)
+        if first == "source line":
+            table_rows = [table_rows[0]] + [(_short_source(r[0]),) + r[1:]
+                                            for r in table_rows[1:]]
+        lines += _aligned(table_rows)
+        if n > top:
+            lines.append(f"  ... {n - top} more (--top N)")
+    for title, bufs in (("appeared: live at B's peak, not at A's", t.appeared_at_peak),
+                        ("vanished: live at A's peak, not at B's", t.vanished_at_peak)):
+        if not bufs:
+            continue
+        lines += ["", f"buffers {title} ({len(bufs)}, "
+                  f"{human_bytes(sum(p.bytes for p in bufs))}):"]
+        lines += table([(p.name, p.cls, p.shape, human_bytes(p.bytes), p.op_name,
+                         _short_source(p.source)) for p in bufs[:top]])
+        if len(bufs) > top:
+            lines.append(f"  ... {len(bufs) - top} more")
+    only_a = [r for r in t.regrouped if r.side == "a"]
+    only_b = [r for r in t.regrouped if r.side == "b"]
+    lines += ["", f"fusions: {t.matched_fusions:,} with the same kind and ops on both sides; "
+              f"{len(only_a):,} of A's and {len(only_b):,} of B's grouped differently"]
+    for side, fusions in (("A", only_a), ("B", only_b)):
+        other = "B" if side == "A" else "A"
+        for r in fusions[:top]:
+            where = ", ".join(f"{c.fusion} ({c.kind}) {c.ops}" if c.fusion
+                              else f"unfused {c.ops}" for c in r.other[:3])
+            more = f" +{len(r.other) - 3}" if len(r.other) > 3 else ""
+            lines.append(f"  {side} {r.fusion} ({r.kind}, {r.ops} ops, "
+                         f"{human_bytes(r.intermediate_bytes)} intermediates"
+                         f"{', ' + _few(r.scopes, 1) if r.scopes else ''}) -> in {other}: "
+                         f"{where}{more}")
+        if len(fusions) > top:
+            lines.append(f"  ... {len(fusions) - top} more of {side}'s")
+    return lines
+
+
+def render_compare(r: "CompareReport", top: int = 10) -> str:
+    """Side A against side B, target by target."""
+    lines = ["hloscope compare", f"  A: {r.a}", f"  B: {r.b}"]
+    for name, where in r.unpaired.items():
+        lines.append(f"  target {name}: {where}, not compared")
+    for t in r.targets:
+        lines += ["", "-" * 78, ""] if len(r.targets) > 1 else [""]
+        lines += render_compare_target(t, top)
+    return "\n".join(lines) + "\n"
+
+
+def growth_line(g: "Growth", fraction: float) -> str:
+    """Why --fail-if-grows failed, in one line."""
+    ratio = f"{g.ratio - 1:+.1%}" if g.ratio is not None else "from nothing"
+    return (f"{g.what} grew {ratio} on {g.target} ({human_bytes(g.a_bytes)} -> "
+            f"{human_bytes(g.b_bytes)}, {g.source}), over the {fraction:.1%} allowed")
