@@ -101,12 +101,16 @@ def run_process(argv: list[str], fails: bool = False) -> str:
 def execute(command: str, fails: bool = False) -> dict[str, Any]:
     """Run a command as the page shows it; also its figures as JSON: a diff is saved with
     --save and read back as JSON (one compile), fit and sweep rerun with --json (the fit
-    cache answers). A command shown failing keeps its stderr and exit code instead."""
+    cache answers), a compare of saved runs with --json. A command shown failing keeps its
+    stderr and exit code instead."""
     argv = shlex.split(command)[1:]
     assert shlex.split(command)[0] == "hloscope", command
     if fails:
         return {"text": run_process(argv, fails=True)}
     if not compiles(command):
+        if argv[0] == "compare":  # the page reads its figures from the JSON
+            return {"text": run_here(argv)[1],
+                    "json": relative(json.loads(run_here(argv + ["--json"])[1]))}
         return {"text": run_here(argv)[1]}
     if argv[0] == "diff":
         with tempfile.TemporaryDirectory() as tmp:
