@@ -341,7 +341,7 @@ def test_pass_pair_gpu() -> None:
         t.b.temp_bytes - t.a.temp_bytes
 
 
-# --- model files and the HTML page -----------------------------------------------------------------
+# --- model files and the HTML page -------------------------------------------------------------
 
 @needs_jax
 def test_model_file_under_two_sets_of_options(capsys) -> None:
@@ -398,7 +398,7 @@ def test_html_page(pass_html) -> None:
 @needs_browser
 @needs_dot
 @needs_matplotlib
-def test_html_in_chromium(browser, pass_html, tmp_path) -> None:
+def test_html_in_chromium(browser, pass_html, tmp_path) -> None:  # noqa: F811
     page, problems = _open(browser, pass_html, tmp_path)
     box = page.locator("#timeline-cpu svg").bounding_box()
     assert box and box["width"] > 400 and box["height"] > 150

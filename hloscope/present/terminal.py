@@ -528,9 +528,10 @@ def render_compare_target(t: "TargetComparison", top: int = 10) -> list[str]:
             lines += ["", f"no {title[:-1]} moved"]
             continue
         n = len(_moved(rows, len(rows)))
-        lines += ["", f"{title} that moved most ({n} of {len(rows)}{depth if first == 'scope' else ''};"
-                  " bytes live at each side's fused temp peak, in the temp allocation and elsewhere; "
-                  "saved activations, fusions, eliminated intermediates):"]
+        cut_note = depth if first == "scope" else ""
+        lines += ["", f"{title} that moved most ({n} of {len(rows)}{cut_note}; bytes live at "
+                  "each side's fused temp peak, in the temp allocation and elsewhere; saved "
+                  "activations, fusions, eliminated intermediates):"]
         table_rows = compare_group_rows(moved, first)
         if first == "source line":
             table_rows = [table_rows[0]] + [(_short_source(r[0]),) + r[1:]
