@@ -39,6 +39,9 @@ CASES = {
     "broadcast-dimensions": (
         "  ROOT %b = f32[2,8,4]{2,1,0} broadcast(%x), dimensions={1,2}",
         "  ROOT %b = f32[2,8,4]{2,1,0} broadcast(%x), dimensions={0,2}"),
+    "opcode": (
+        "  ROOT %e = f32[8,4]{1,0} exponential(%x)",
+        "  ROOT %e = f32[8,4]{1,0} exponent(%x)"),
     "reshape-elements": (
         "  ROOT %r = f32[32]{0} reshape(%x)",
         "  ROOT %r = f32[30]{0} reshape(%x)"),
@@ -280,3 +283,46 @@ def test_element_types_agree_with_xla_on_every_elementwise_op() -> None:
                     disagree.append(f"{out} {op}({', '.join(params)}): hloscope "
                                     f"{'accepts' if ours else 'rejects'}")
     assert n > 3000 and disagree == [], "\n".join(disagree[:20])
+
+
+# Opcodes newer than the jaxlib the tests run (XLA's parser there does not know them yet), and
+# opcodes whose one-f32-operand form crashes that parser instead of refusing it.
+NEWER_THAN_JAXLIB = {"atan", "collective-reduce", "shuffle"}
+CRASH_XLA_PARSER = {"dot", "dynamic-reshape", "recv", "recv-done", "tuple"}
+
+
+@needs_jax
+def test_opcodes_agree_with_xla() -> None:
+    """Every opcode hloscope's verifier knows is one XLA's parser takes (its operands aside),
+    and a name that is not one is refused by both: the list is XLA's. Run in a process of its
+    own: a malformed module can crash XLA's parser."""
+    import json
+    import subprocess
+    import sys
+
+    from hloscope.hlo.verify import XLA_OPCODES, known_opcode
+    made_up = ["frobnicate", "exponent", "clz", "cross-replica-sum", "tuple-select",
+               "foo-start"]
+    tried = sorted(XLA_OPCODES - CRASH_XLA_PARSER) + ["slice-start", "custom-call-done"] \
+        + made_up
+    script = (
+        "import json, sys\n"
+        "from jaxlib import _hlo\n"
+        "out = {}\n"
+        "for op in json.loads(sys.argv[1]):\n"
+        "    text = 'HloModule m\\nENTRY e {\\n  p0 = f32[4] parameter(0)\\n'"
+        " f'  ROOT r = f32[4] {op}(p0)\\n}}\\n'\n"
+        "    try:\n"
+        "        _hlo.hlo_module_from_text(text); out[op] = True\n"
+        "    except Exception as e:\n"
+        "        out[op] = 'opcode but sees' not in str(e)\n"
+        "print(json.dumps(out))\n")
+    proc = subprocess.run([sys.executable, "-c", script, json.dumps(tried)],
+                          capture_output=True, text=True, check=True)
+    xla_knows = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert {op for op, known in xla_knows.items() if not known} == \
+        NEWER_THAN_JAXLIB | set(made_up)
+    for op in tried:
+        assert known_opcode(op) == (op not in made_up), op
+    for op in made_up:
+        assert problems(parse(_program(f"f32[4] {op}(p0)", ["f32[4]"])))[0][2] == "opcode"

@@ -326,6 +326,44 @@ _RULES: dict[str, Rule] = {
 }
 
 
+# Every opcode XLA's HLO parser knows (the names of HLO_OPCODE_LIST in xla/hlo/ir/
+# hlo_opcode.h); any other is "Unknown opcode" to XLA.
+XLA_OPCODES = frozenset("""
+abs acos acosh add add-dependency after-all all-gather all-gather-done all-gather-start
+all-reduce all-reduce-done all-reduce-start all-to-all and asin asinh async-done async-start
+async-update atan atan2 atanh batch-norm-grad batch-norm-inference batch-norm-training
+bitcast bitcast-convert broadcast call cbrt ceil cholesky clamp count-leading-zeros
+collective-broadcast collective-permute collective-permute-done collective-permute-start
+collective-reduce compare complex concatenate conditional constant convert convolution copy
+copy-done copy-start cosine cosh custom-call divide domain dot dynamic-reshape dynamic-slice
+dynamic-update-slice erf exponential exponential-minus-one fft floor fusion gather
+get-dimension-size get-tuple-element imag infeed iota is-finite log log-plus-one logistic map
+maximum minimum mulhi multiply negate not opt-barrier or outfeed pad parameter partition-id
+popcnt power ragged-all-to-all ragged-dot real recv recv-done reduce reduce-precision
+reduce-scatter reduce-window remainder replica-id reshape reverse rng rng-bit-generator
+rng-get-and-update-state round-nearest-afz round-nearest-even rsqrt scaled-dot scan scatter
+select select-and-scatter send send-done set-dimension-size shift-left
+shift-right-arithmetic shift-right-logical shuffle sign sine sinh slice sort sqrt
+stochastic-convert subtract tan tanh topk transpose triangular-solve tuple while xor
+""".split())
+
+
+def known_opcode(opcode: str) -> bool:
+    """An opcode of XLA's list, or the async form XLA prints for a wrapped op
+    (``slice-start``, ``custom-call-done``: the wrapped op's name and -start/-update/-done)."""
+    if opcode in XLA_OPCODES:
+        return True
+    head, _, tail = opcode.rpartition("-")
+    return tail in ("start", "update", "done") and head in XLA_OPCODES
+
+
+def _unknown_opcode(opcode: str) -> _Problem:
+    import difflib
+    close = difflib.get_close_matches(opcode, sorted(XLA_OPCODES), n=3, cutoff=0.6)
+    return _Problem("opcode", f"XLA has no opcode '{opcode}'"
+                    + (f" (did you mean {', '.join(close)}?)" if close else ""))
+
+
 def _called(module: Module, instr: Instruction, ops: list[Shape]) -> None:
     """fusion and call: operands against the called computation's parameters; while: body
     and condition signatures."""
@@ -448,6 +486,8 @@ def problems(module: Module) -> list[Problem]:
         index = comp._index
         for instr in comp.instructions:
             try:
+                if instr.opcode not in XLA_OPCODES and not known_opcode(instr.opcode):
+                    raise _unknown_opcode(instr.opcode)
                 ops = [index[o].shape for o in instr.operands]
                 rule = rules(instr.opcode)
                 if rule is not None:
