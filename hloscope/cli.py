@@ -303,8 +303,25 @@ def _donate(ctx: click.Context, param: click.Parameter, value: Optional[str]) ->
         raise click.BadParameter(str(e)) from None
 
 
+def _mesh(ctx: click.Context, param: click.Parameter,
+          value: Optional[str]) -> tuple[tuple[str, int], ...]:
+    from hloscope.frontends.parallel import parse_mesh
+    if not value:
+        return ()
+    try:
+        return parse_mesh(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
 def _devices_options(f: Callable[..., None]) -> Callable[..., None]:
-    """--devices N, --split SIZE and --donate, for the commands that lower a model file."""
+    """--devices N, --split SIZE, --mesh and --donate, for the commands that lower a model
+    file."""
+    f = click.option("--mesh", default=None, metavar="AXIS=N,...", callback=_mesh,
+                     help="Shard the step over a mesh of these axes (data=8,model=4): the "
+                          "model file's hloscope_entries(mesh=...) gets a jax.sharding.Mesh "
+                          "and returns the step sharded over it; every figure is one "
+                          "device's (docs/model-files.md).")(f)
     f = click.option("--donate", default=None, metavar="all|none|0,1,...", callback=_donate,
                      help="Which arguments the step donates (its outputs reuse their buffers, "
                           "as jax.jit(..., donate_argnums=...) does). Default: as the entry "
@@ -316,6 +333,12 @@ def _devices_options(f: Callable[..., None]) -> Callable[..., None]:
                         help="Data parallel over N devices: the batch split N ways, the "
                              "weights replicated; every figure is one device's "
                              "(docs/fit.md).")(f)
+
+
+def _no_devices_with_mesh(devices: int, mesh: tuple[tuple[str, int], ...]) -> None:
+    if mesh and devices > 1:
+        fail("--devices splits the batch of a plain step; --mesh has the model file shard its "
+             "step itself: give one of them")
 
 
 def _targets(spec: str) -> tuple[list[str], dict[str, str]]:
@@ -399,7 +422,8 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
          list_entries: bool, dtype: Optional[str], no_xla_unfused: bool,
          module_name: Optional[str], backend: Optional[str], save_dir: Optional[str],
          as_json: bool, html_path: Optional[str], svg_dir: Optional[str], top: int,
-         devices: int, split: str, donate: Optional[str], quiet: bool) -> None:
+         devices: int, split: str, donate: Optional[str], mesh: tuple[tuple[str, int], ...],
+         quiet: bool) -> None:
     """Before vs after XLA optimization: fusions and memory with and without fusion, beside
     XLA's own figures. PATHS is a model file (MODEL.py defining hloscope_entries), two HLO
     files (PRE POST), an --xla_dump_to directory, or a directory written by --save."""
@@ -448,9 +472,10 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
                 # This process compiles for the CPU only (other targets run in workers); a
                 # model file's JAX must not claim an accelerator plugin installed beside it.
                 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+                _no_devices_with_mesh(devices, mesh)
                 entry_name, programs = pipeline.lower_model(
                     path, targets, entry, sizes, dtype, not no_xla_unfused, progress.stage,
-                    devices, split, donate=donate)
+                    devices, split, donate=donate, mesh=mesh)
             else:
                 fail("expected one model file or directory, or two HLO files (PRE POST)")
             rep = pipeline.diff_programs(programs, model, entry_name, sizes, dtype, skipped,
@@ -515,8 +540,8 @@ def _warn_departures(rep: "Report", model: str, save_dir: Optional[str]) -> None
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str],
         sets: tuple[str, ...], dtype: Optional[str], lo: int, hi: Optional[int],
-        devices: int, split: str, donate: Optional[str], as_json: bool,
-        quiet: bool) -> None:
+        devices: int, split: str, donate: Optional[str], mesh: tuple[tuple[str, int], ...],
+        as_json: bool, quiet: bool) -> None:
     """The largest value of one size (batch, seq, ...) whose program fits a memory budget:
     parameters + outputs - alias + packed temporaries, as compiled (fused), with fusion undone
     (unfused) and op by op (eager). Each value is one deviceless compile, cached."""
@@ -535,9 +560,10 @@ def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str
         sizes = _parse_sets(sets)
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         with Progress(enabled=not quiet) as progress:
+            _no_devices_with_mesh(devices, mesh)
             result = fitting.fit(path, vary, budget, chosen[0], entry, sizes, dtype, lo, hi,
                                  on_stage=progress.stage, devices=devices, split=split,
-                                 donate=donate)
+                                 donate=donate, mesh=mesh)
     except (ModelFileError, CompileError, MissingCompilerError) as e:
         fail(str(e))
     except HloParseError as e:
@@ -569,7 +595,8 @@ def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def sweep(path: str, varies: tuple[str, ...], target: str, entry: Optional[str],
           sets: tuple[str, ...], dtype: Optional[str], svg_path: Optional[str], devices: int,
-          split: str, donate: Optional[str], as_json: bool, quiet: bool) -> None:
+          split: str, donate: Optional[str], mesh: tuple[tuple[str, int], ...], as_json: bool,
+          quiet: bool) -> None:
     """Bytes of the program (parameters + outputs - alias + packed temp) fused, unfused and
     eager at each combination of sizes: how each grows with batch or sequence length."""
     from hloscope import fit as fitting
@@ -587,9 +614,10 @@ def sweep(path: str, varies: tuple[str, ...], target: str, entry: Optional[str],
         sizes = _parse_sets(sets)
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         with Progress(enabled=not quiet) as progress:
+            _no_devices_with_mesh(devices, mesh)
             result = fitting.sweep(path, vary, chosen[0], entry, sizes, dtype,
                                    on_stage=progress.stage, devices=devices, split=split,
-                                   donate=donate)
+                                   donate=donate, mesh=mesh)
     except (ModelFileError, CompileError, MissingCompilerError) as e:
         fail(str(e))
     except HloParseError as e:
@@ -613,8 +641,8 @@ def sweep(path: str, varies: tuple[str, ...], target: str, entry: Optional[str],
 # --- compare --------------------------------------------------------------------------------
 
 def _side_command() -> click.Command:
-    """The options --a and --b take: `diff`'s options for a model file, and --pre for an
-    optimized HLO file."""
+    """The options --a and --b take: `diff`'s options for a model file (--mesh among them),
+    and --pre for an optimized HLO file."""
     def keep(**kw: object) -> dict[str, object]:
         return kw
     params: list[click.Parameter] = [
@@ -623,6 +651,7 @@ def _side_command() -> click.Command:
         click.Option(["--dtype"], type=click.Choice(["bf16", "f16", "f32"])),
         click.Option(["--donate"], callback=_donate),
         click.Option(["--devices"], type=click.IntRange(min=1)), click.Option(["--split"]),
+        click.Option(["--mesh"], callback=_mesh),
         click.Option(["--module", "module_name"]),
         click.Option(["--backend"], type=click.Choice(["cpu", "gpu", "tpu", "tpu-v4"])),
         click.Option(["--pre", "pre_file"], type=click.Path(exists=True, dir_okay=False))]
@@ -697,7 +726,7 @@ def compare(paths: tuple[str, ...], a_text: str, b_text: str, a_xla_flags: str,
             dtype: Optional[str], module_name: Optional[str], backend: Optional[str],
             depth: Optional[int], top: int, as_json: bool, html_path: Optional[str],
             rules: tuple[str, ...], devices: int, split: str, donate: Optional[str],
-            quiet: bool) -> None:
+            mesh: tuple[tuple[str, int], ...], quiet: bool) -> None:
     """What changed between two compiles, aligned by source op: totals beside XLA's, the
     scopes and source lines whose bytes at the peak, saved activations, fusions and
     eliminated intermediates moved most, buffers at the peak on one side only, and fusions
@@ -735,7 +764,9 @@ def compare(paths: tuple[str, ...], a_text: str, b_text: str, a_xla_flags: str,
                 int(o["devices"] or devices), str(o["split"] or split),  # type: ignore
                 str(o["module_name"] or module_name or "") or None,
                 str(o["backend"] or backend or "") or None,
-                str(o["pre_file"]) if o["pre_file"] else None, flags))
+                str(o["pre_file"]) if o["pre_file"] else None, flags,
+                o["mesh"] or mesh))  # type: ignore[arg-type]
+            _no_devices_with_mesh(specs[-1].devices, specs[-1].mesh)
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         sides: list[dict[str, tuple["TargetReport", "Measured"]]] = []
         with Progress(enabled=not quiet) as progress:

@@ -21,6 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 WAYS = ("fused", "unfused", "eager")
+Mesh = tuple[tuple[str, int], ...]  # --mesh (frontends.parallel.parse_mesh)
+# The model's own shardings partition only the compiled program; the program before
+# optimization, which the eager way runs op by op, is the whole one.
+MESH_EAGER_NOTE = ("under --mesh the fused and unfused bytes are one device's; eager is the "
+                   "whole program before partitioning (every device's bytes together)")
 
 # Device memory per chip or core, for --budget NAME (docs/fit.md has the table and sources).
 DEVICE_BUDGETS: dict[str, int] = {
@@ -203,7 +208,7 @@ def file_digest(path: str) -> str:
 
 def cache_key(digest: str, entry: Optional[str], sizes: dict[str, Any], target: str,
               dtype: Optional[str], devices: int = 1, split: str = "batch",
-              donate: Optional[str] = None) -> str:
+              donate: Optional[str] = None, mesh: Mesh = ()) -> str:
     from hloscope import __version__
     # "totals/3": totals count an output aliased to a donated parameter once, and the cache
     # keeps what was donated.
@@ -213,6 +218,8 @@ def cache_key(digest: str, entry: Optional[str], sizes: dict[str, Any], target: 
         parts += [devices, split]
     if donate is not None:
         parts += ["donate", donate]
+    if mesh:
+        parts += ["mesh", [list(axis) for axis in mesh]]
     blob = json.dumps(parts, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
@@ -225,7 +232,7 @@ def default_cache_dir() -> str:
 def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: Optional[str],
             dtype: Optional[str], cache: str,
             on_stage: Callable[[str, str], None] = lambda t, s: None, devices: int = 1,
-            split: str = "batch", donate: Optional[str] = None
+            split: str = "batch", donate: Optional[str] = None, mesh: Mesh = ()
             ) -> tuple[dict[str, int], str, bool, str]:
     """Each way's bytes (parameters + outputs - alias + packed temp) for one set of sizes, from the
     cache or by compiling now; also the entry's name and whether it compiled. ``digest`` is
@@ -234,7 +241,7 @@ def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: O
     from hloscope import pipeline
     from hloscope.analysis.diff import measure
     key_path = os.path.join(cache, cache_key(digest, entry, sizes, target, dtype, devices,
-                                             split, donate) + ".json")
+                                             split, donate, mesh) + ".json")
     if os.path.exists(key_path):
         with open(key_path) as f:
             saved = json.load(f)
@@ -243,7 +250,8 @@ def measure(path: str, digest: str, sizes: dict[str, Any], target: str, entry: O
     on_stage(target, "compiling with " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
     entry_name, programs = pipeline.lower_model(path, [target], entry, sizes, dtype,
                                                 xla_unfused=False, devices=devices,
-                                                split=split, fusions=False, donate=donate)
+                                                split=split, fusions=False, donate=donate,
+                                                mesh=mesh)
     # Only the memory figures (not the fusion clusters), measured while XLA compiled if the
     # program was lowered in this process.
     ahead = pipeline.read_ahead(programs[0])
@@ -288,7 +296,7 @@ def sweep(path: str, vary: dict[str, list[Any]], target: str = "cpu",
           entry: Optional[str] = None, sizes: Optional[dict[str, Any]] = None,
           dtype: Optional[str] = None, cache_dir: Optional[str] = None,
           on_stage: Callable[[str, str], None] = lambda t, s: None, devices: int = 1,
-          split: str = "batch", donate: Optional[str] = None) -> SweepResult:
+          split: str = "batch", donate: Optional[str] = None, mesh: Mesh = ()) -> SweepResult:
     """Each way's bytes at every combination of the varied sizes (the first varies slowest)."""
     import itertools
     cache = cache_dir if cache_dir is not None else default_cache_dir()
@@ -298,7 +306,8 @@ def sweep(path: str, vary: dict[str, list[Any]], target: str = "cpu",
     for combo in itertools.product(*(vary[n] for n in names)):
         values = {**(sizes or {}), **dict(zip(names, combo))}
         totals, entry_name, compiled, donation = measure(
-            path, digest, values, target, entry, dtype, cache, on_stage, devices, split, donate)
+            path, digest, values, target, entry, dtype, cache, on_stage, devices, split, donate,
+            mesh)
         compiles += compiled
         rows.append(SweepRow(dict(zip(names, combo)), totals["fused"], totals["unfused"],
                              totals["eager"]))
@@ -326,11 +335,13 @@ def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[
         sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None, lo: int = 1,
         hi: Optional[int] = None, cache_dir: Optional[str] = None,
         on_stage: Callable[[str, str], None] = lambda t, s: None, devices: int = 1,
-        split: str = "batch", donate: Optional[str] = None) -> FitResult:
+        split: str = "batch", donate: Optional[str] = None, mesh: Mesh = ()) -> FitResult:
     """Fit ``vary`` of the model file at ``path`` into ``budget`` bytes on ``target``, each
     device's share when ``devices`` > 1. Varying the size that the devices split (``split``),
     only its multiples of ``devices`` are tried, and ``lo``, ``hi`` and the answer are global
-    (a batch of 256 over 128 devices is 2 per device)."""
+    (a batch of 256 over 128 devices is 2 per device). Under a ``mesh`` the value is global
+    and the model's shardings split it; varying ``split`` tries multiples of the mesh's
+    first axis (the batch's, as in data=8,model=4)."""
     base = dict(sizes or {})
     _check_vary(path, vary)
     cache = cache_dir if cache_dir is not None else default_cache_dir()
@@ -339,6 +350,8 @@ def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[
 
     # The search runs over k, the value tried being k * step: the split size steps by devices.
     step = devices if devices > 1 and vary == split else 1
+    if mesh and vary == split:
+        step = mesh[0][1]
 
     donation = ""
 
@@ -347,7 +360,7 @@ def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[
         v = k * step
         totals, entry_name, compiled, donation = measure(
             path, digest, {**base, vary: v}, target, entry, dtype, cache, on_stage, devices,
-            split, donate)
+            split, donate, mesh)
         return Point(v, totals["fused"], totals["unfused"], totals["eager"]), compiled
 
     k_lo = -(-lo // step)
@@ -360,6 +373,8 @@ def fit(path: str, vary: str, budget: int, target: str = "cpu", entry: Optional[
     notes = []
     if capped:
         notes.append(f"the fused program still fits at {vary}={hi}, the --max given")
+    if mesh:
+        notes.append(MESH_EAGER_NOTE)
     return FitResult(
         "hloscope.fit/1", path, entry_name, target, vary, budget, base, best,
         {w: points.get(best[w]) for w in WAYS},

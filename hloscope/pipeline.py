@@ -225,7 +225,9 @@ def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
                 sizes: Optional[dict[str, Any]] = None, dtype: Optional[str] = None,
                 xla_unfused: bool = True, on_stage: Stage = _quiet, devices: int = 1,
                 split: str = "batch", fusions: bool = True,
-                donate: Optional[str] = None, xla_flags: str = "") -> tuple[str, list[Program]]:
+                donate: Optional[str] = None, xla_flags: str = "",
+                mesh: Optional[Sequence[tuple[str, int]]] = None
+                ) -> tuple[str, list[Program]]:
     """Lower a model file's entry for each target: cpu in this process, every other target
     (and every target with ``devices`` > 1: data parallel over the size ``split``) in a worker
     process of its own. Returns the entry's name and one Program per target. A program
@@ -233,7 +235,9 @@ def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
     clusters out of that (fit needs only the memory). ``donate``: see
     frontends.jax.parse_donate (None: as the entry does). ``xla_flags`` (XLA_FLAGS syntax:
     ``--xla_disable_hlo_passes=fusion-merger``) are read when XLA starts, so with them every
-    target compiles in a worker process whose XLA_FLAGS add them."""
+    target compiles in a worker process whose XLA_FLAGS add them. ``mesh`` (``--mesh``,
+    frontends.parallel.parse_mesh): the model file shards the step over a mesh of that shape
+    (hloscope_entries(mesh=...)), compiled in a worker with that many devices."""
     from hloscope.frontends.loader import load_model_file
     from hloscope.frontends.targets import get_target
     from hloscope.frontends.worker import lower_in_worker
@@ -243,7 +247,7 @@ def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
     chosen = model.entry(entry, sizes)
     programs = []
     for t in ts:
-        if t.platform == "cpu" and devices == 1 and not xla_flags:
+        if t.platform == "cpu" and devices == 1 and not xla_flags and not mesh:
             on_stage(t.name, "lowering and compiling" + (" (and without fusion)"
                                                          if xla_unfused else ""))
             programs.append(_lower_here(chosen, t, path, dtype, xla_unfused, fusions,
@@ -251,9 +255,10 @@ def lower_model(path: str, targets: Sequence[str], entry: Optional[str] = None,
             continue
         on_stage(t.name, "lowering and compiling in a worker process"
                  + (f" for {devices} devices" if devices > 1 else "")
+                 + (" on the mesh " + ",".join(f"{n}={k}" for n, k in mesh) if mesh else "")
                  + (f" with {xla_flags}" if xla_flags else ""))
         lowered = lower_in_worker(path, chosen.name, dict(sizes or {}), t, dtype,
-                                  xla_unfused, devices, split, donate, xla_flags)
+                                  xla_unfused, devices, split, donate, xla_flags, mesh)
         programs.append(_program(lowered, path, t.backend))
     return chosen.name, programs
 
@@ -502,6 +507,7 @@ class SideSpec:
     backend: Optional[str] = None
     pre: Optional[str] = None
     xla_flags: str = ""
+    mesh: tuple[tuple[str, int], ...] = ()
 
     def describe(self) -> str:
         """The side as the command line that makes it."""
@@ -516,6 +522,8 @@ class SideSpec:
                 words.append(f"--dtype {self.dtype}")
             if self.donate is not None:
                 words.append(f"--donate {self.donate}")
+            if self.mesh:
+                words.append("--mesh " + ",".join(f"{n}={k}" for n, k in self.mesh))
             if self.devices > 1:
                 words.append(f"--devices {self.devices}" + (f" --split {self.split}"
                                                             if self.split != "batch" else ""))
@@ -541,7 +549,7 @@ def side_programs(spec: SideSpec, on_stage: Stage = _quiet) -> list[Program]:
     if spec.path.endswith(".py"):
         return lower_model(spec.path, spec.targets, spec.entry, dict(spec.sizes), spec.dtype,
                            False, on_stage, spec.devices, spec.split, donate=spec.donate,
-                           xla_flags=spec.xla_flags)[1]
+                           xla_flags=spec.xla_flags, mesh=spec.mesh)[1]
     post = read_text(spec.path)
     # Without its pre-optimization text the optimized one stands in (the eager row, which a
     # comparison does not show, is then of the optimized module).

@@ -115,7 +115,8 @@ class Ratios:
 class ParallelInfo:
     """``--devices N``: every figure of the report is one device's. ``mode`` "spmd": XLA
     partitioned the N-device program (the collectives are in it); "per-device": it could not
-    here (``reason``), and this is one device's share of the batch lowered alone."""
+    here (``reason``), and this is one device's share of the batch lowered alone; "mesh"
+    (``--mesh``): the model file sharded its step over a mesh of N devices itself."""
 
     devices: int
     size: str
@@ -124,6 +125,7 @@ class ParallelInfo:
     mode: str
     reason: str = ""
     topology: str = ""
+    mesh: str = ""  # mode "mesh": the model file's own shardings over this mesh
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +319,10 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
                      "module text does not show; XLA's own assignment (captured on every "
                      "compile hloscope makes) separates it")
     par = ParallelInfo(**parallel) if parallel else None
+    if par is not None and par.mode == "mesh":
+        notes.append(f"every figure is one device's of the {par.devices}-device program the "
+                     f"model file sharded over the mesh {par.mesh}, but the eager row's: it "
+                     "runs the whole program before partitioning (every device's bytes)")
     if par is not None and par.mode == "per-device":
         notes.append(f"XLA did not partition the {par.devices}-device program here "
                      f"({par.reason}); these are one device's figures at {par.size}="
@@ -337,7 +343,7 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
         memory_saved_bytes=mem.unfused.temp_packed_bytes - mem.fused.temp_packed_bytes,
         notes=tuple(notes), timelines=mem.timelines,
         unfused_live_at_peak=mem.unfused.live_at_peak[:top], parallel=par,
-        collectives=collectives(post),
+        collectives=collectives(post, _live_by_name(mem.fused.live_at_peak)),
         saved=SavedSummary(mem.saved.count, mem.saved.bytes, mem.saved.by_scope[:64],
                            mem.saved.by_class)
         if mem.saved is not None else None,
@@ -346,6 +352,13 @@ def target_report(pre: Module, post: Module, target: str, backend: Optional[str]
                                                   for a in post.input_output_alias})),
                           mem.fused.alias_bytes),
         xla_assignment=assignment, agreement=agree)
+
+
+def _live_by_name(live: tuple[LiveValue, ...]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in live:
+        out[v.name] = out.get(v.name, 0) + v.bytes
+    return out
 
 
 def breakdown(f: MemoryFigures, saved: Optional[Any],

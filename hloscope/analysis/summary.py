@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Optional
 
 from hloscope.hlo.ir import CONTROL_FLOW_OPCODES, Module
 
@@ -107,11 +108,15 @@ class CollectiveCount:
     opcode: str
     count: int
     bytes: int  # the results' bytes (padded to the layout's tiles), summed
+    live_at_peak_bytes: int = 0  # of their results, live at the fused temp peak
 
 
-def collectives(module: Module) -> tuple[CollectiveCount, ...]:
+def collectives(module: Module, live: Optional[dict[str, int]] = None
+                ) -> tuple[CollectiveCount, ...]:
     """The collectives outside fused computations, by opcode: an async pair (``all-reduce-
-    start`` / ``-done``) counts once, by its ``-done``'s result. Largest bytes first."""
+    start`` / ``-done``) counts once, by its ``-done``'s result. Largest bytes first.
+    ``live``: instruction name → its bytes live at the fused peak (their sum per opcode is
+    ``live_at_peak_bytes``)."""
     roles = computation_roles(module)
     found: dict[str, list[int]] = {}
     for comp in module.computations:
@@ -122,8 +127,10 @@ def collectives(module: Module) -> tuple[CollectiveCount, ...]:
                 instr.opcode
             if op not in COLLECTIVE_OPCODES:
                 continue
-            row = found.setdefault(op, [0, 0])
+            row = found.setdefault(op, [0, 0, 0])
             row[0] += 1
             row[1] += sum(leaf.padded_bytes for leaf in instr.shape.leaves())
-    return tuple(CollectiveCount(op, n, b) for op, (n, b) in
+            if live:
+                row[2] += live.get(instr.name, 0)
+    return tuple(CollectiveCount(op, n, b, p) for op, (n, b, p) in
                  sorted(found.items(), key=lambda kv: (-kv[1][1], kv[0])))

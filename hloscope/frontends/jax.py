@@ -177,8 +177,9 @@ def devices_for(target: Target, count: int, topology: Optional[str] = None) -> l
                 assert target.target_config is not None
                 with open(target.target_config) as f:
                     config = f.read()
+                # slices x hosts per slice x devices per host: one host's ``count`` GPUs
                 topo = topologies.get_topology_desc(platform="cuda", target_config=config,
-                                                    topology="1x1x1")
+                                                    topology=f"1x1x{max(1, count)}")
         except Exception as e:  # a missing or busy plugin shows up as many different errors
             import importlib.util
             hint = "" if importlib.util.find_spec(target.plugin) else \
@@ -200,7 +201,7 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
           topology: Optional[str] = None,
           pre_args: Optional[tuple[Any, ...]] = None,
           on_text: Optional[Callable[[str, str], None]] = None,
-          donate: Optional[str] = None) -> Lowered:
+          donate: Optional[str] = None, mesh: Any = None) -> Lowered:
     """Lower and compile ``fn(*args)`` for ``target``; arguments may be arrays or
     ``jax.ShapeDtypeStruct``s (only shapes and dtypes matter, nothing is allocated).
 
@@ -218,16 +219,20 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
     concrete objects such as an NNX model and optimizer stay what they are). ``donate``
     ("all", "none", "0,1"; see ``parse_donate``) sets the donated arguments of a plain
     function, and overrides a ``jax.jit`` wrapper's by jitting the function it wraps again;
-    None keeps the entry's own (a plain function donates nothing). Errors while tracing ``fn``
-    propagate as raised; XLA's refusals become ``CompileError``."""
+    None keeps the entry's own (a plain function donates nothing). ``mesh`` (``--mesh``): the
+    jax.sharding.Mesh the model file built its shardings over; every argument keeps its own
+    sharding (a leaf without one is replicated over the mesh) and XLA partitions the program
+    (``lower_on_mesh``). Errors while tracing ``fn`` propagate as raised; XLA's refusals
+    become ``CompileError``."""
     t = get_target(target) if isinstance(target, str) else target
     donate = parse_donate(donate)
+    cast = _float_dtype(dtype)
+    kind = wrapper_kind(fn)
+    if mesh is not None:
+        return lower_on_mesh(fn, args, t, mesh, kind, cast, xla_unfused, on_text, donate)
     found = devices_for(t, devices, topology)
     import jax
     from jax.sharding import SingleDeviceSharding
-
-    cast = _float_dtype(dtype)
-    kind = wrapper_kind(fn)
 
     def spec(a: Any) -> Any:
         dt = a.dtype
@@ -303,6 +308,53 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
                         static_argnums=static_argnums, donate_argnums=nums)
         pre = alone.lower(*jax.tree.map(spec, pre_args)).as_text(dialect="hlo",
                                                                   debug_info=True)
+    if on_text is not None:
+        on_text("pre", pre)
+    return Lowered(pre, target=t.name, donation=how,
+                   **compile_both(lowered, t, xla_unfused, on_text))
+
+
+def lower_on_mesh(fn: Callable[..., Any], args: tuple[Any, ...], t: Target, mesh: Any,
+                  kind: str, cast: Any, xla_unfused: bool,
+                  on_text: Optional[Callable[[str, str], None]],
+                  donate: Optional[str]) -> Lowered:
+    """``lower`` for a step sharded over ``mesh`` by the model file itself: the arguments keep
+    their shardings (a shape-only spec's ``sharding``, or the jax.jit's in_shardings), and
+    XLA's SPMD partitioner makes the program one device runs. The text before optimization
+    is the whole program, before partitioning."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    replicated = NamedSharding(mesh, PartitionSpec())  # type: ignore[no-untyped-call]
+
+    def keep(a: Any) -> Any:
+        if not (hasattr(a, "shape") and hasattr(a, "dtype")) or isinstance(a, type):
+            return a
+        dt = a.dtype
+        if cast is not None and jax.numpy.issubdtype(dt, jax.numpy.floating):
+            dt = cast
+        sharding = getattr(a, "sharding", None)
+        if not isinstance(sharding, jax.sharding.Sharding) or \
+                set(sharding.device_set) - set(mesh.devices.flat):
+            sharding = replicated  # a concrete array lives on this machine's CPU
+        return jax.ShapeDtypeStruct(a.shape, dt, sharding=sharding)  # type: ignore
+
+    specs = jax.tree.map(keep, args)
+    if kind:
+        if donate is not None:
+            raise EntryError(f"--donate cannot change the donation of an {kind} entry under "
+                             "--mesh (jitting it again would drop its shardings); set "
+                             "donate_argnums where the model file jits the step")
+        if kind == "equinox.filter_jit":
+            raise EntryError("an equinox.filter_jit entry compiles the concrete arrays it is "
+                             "given; under --mesh return a jax.jit step with its shardings")
+        lowered = _jax_lowered(getattr(fn, "lower")(*specs))
+        how = f"{_arguments_text(_donated_arguments(lowered))} (the entry's own {kind})"
+    else:
+        nums = donate_argnums(donate, len(args)) if donate is not None else ()
+        lowered = jax.jit(fn, donate_argnums=nums).lower(*specs)
+        how = _arguments_text(nums) + (f" (--donate {donate})" if donate is not None else "")
+    pre = lowered.as_text(dialect="hlo", debug_info=True)
     if on_text is not None:
         on_text("pre", pre)
     return Lowered(pre, target=t.name, donation=how,

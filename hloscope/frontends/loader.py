@@ -24,6 +24,10 @@ _EXAMPLE = f"""\
         return {{"forward": (forward, (params, x))}}"""
 
 
+# The parameter of hloscope_entries that receives --mesh's jax.sharding.Mesh (not a size).
+MESH_PARAMETER = "mesh"
+
+
 class ModelFileError(Exception):
     """A model file hloscope cannot use; the message says why and what to do."""
 
@@ -51,8 +55,16 @@ class ModelFile:
     module: Any
     sizes: tuple[Size, ...]
 
-    def entries(self, sizes: Optional[dict[str, Any]] = None) -> dict[str, Entry]:
-        """Call ``hloscope_entries(**sizes)`` and classify what it returns."""
+    @property
+    def takes_mesh(self) -> bool:
+        """Whether ``hloscope_entries`` takes ``mesh`` (``--mesh``: docs/model-files.md)."""
+        fn = getattr(self.module, ENTRY_POINT)
+        return MESH_PARAMETER in inspect.signature(fn).parameters
+
+    def entries(self, sizes: Optional[dict[str, Any]] = None,
+                mesh: Any = None) -> dict[str, Entry]:
+        """Call ``hloscope_entries(**sizes)`` (and ``mesh=mesh``, a jax.sharding.Mesh, when
+        given) and classify what it returns."""
         sizes = dict(sizes or {})
         known = {s.name for s in self.sizes}
         unknown = sorted(set(sizes) - known)
@@ -64,6 +76,14 @@ class ModelFile:
             if s.name in sizes:
                 _check_type(self.path, s, sizes[s.name])
         fn = getattr(self.module, ENTRY_POINT)
+        if mesh is not None:
+            if not self.takes_mesh:
+                raise ModelFileError(
+                    f"{self.path}: --mesh gives {ENTRY_POINT}() a jax.sharding.Mesh, and "
+                    f"{ENTRY_POINT}() takes no '{MESH_PARAMETER}' parameter; add "
+                    f"'{MESH_PARAMETER}=None' and return steps sharded over it "
+                    "(docs/model-files.md, \"Sharded steps\")")
+            sizes[MESH_PARAMETER] = mesh
         try:
             result = fn(**sizes)
         except Exception as e:
@@ -83,8 +103,8 @@ class ModelFile:
         return out
 
     def entry(self, name: Optional[str] = None,
-              sizes: Optional[dict[str, Any]] = None) -> Entry:
-        entries = self.entries(sizes)
+              sizes: Optional[dict[str, Any]] = None, mesh: Any = None) -> Entry:
+        entries = self.entries(sizes, mesh)
         if name is None:
             return next(iter(entries.values()))
         if name not in entries:
@@ -146,7 +166,7 @@ def load_model_file(path: str) -> ModelFile:
             f"(function, example_args) pairs, the first being the default, e.g.\n{_EXAMPLE}\n"
             "(see docs/model-files.md)")
     sizes = tuple(Size(p.name, p.default) for p in inspect.signature(fn).parameters.values()
-                  if p.default is not inspect.Parameter.empty
+                  if p.default is not inspect.Parameter.empty and p.name != MESH_PARAMETER
                   and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
     return ModelFile(path, module, sizes)
 

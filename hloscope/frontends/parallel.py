@@ -45,9 +45,57 @@ class Parallel:
     mode: str
     reason: str = ""
     topology: str = ""  # the deviceless TPU topology compiled for, if any
+    mesh: str = ""  # --mesh: the model's own shardings over this mesh ("data=2,model=4")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+Mesh = tuple[tuple[str, int], ...]  # --mesh data=8,model=4: axis names and sizes, in order
+
+
+def parse_mesh(text: str) -> Mesh:
+    """``data=8,model=4`` → ``(("data", 8), ("model", 4))``; a ValueError says what is
+    wrong."""
+    axes: list[tuple[str, int]] = []
+    for part in text.split(","):
+        name, eq, size = part.strip().partition("=")
+        if not eq or not name.strip().isidentifier() or not size.strip().isdigit() or \
+                int(size) < 1:
+            raise ValueError(f"{text!r}: expected NAME=SIZE,... with each size a positive "
+                             "integer, e.g. data=8,model=4")
+        if name.strip() in dict(axes):
+            raise ValueError(f"{text!r}: axis '{name.strip()}' is named twice")
+        axes.append((name.strip(), int(size)))
+    return tuple(axes)
+
+
+def mesh_text(mesh: Mesh) -> str:
+    return ",".join(f"{n}={k}" for n, k in mesh)
+
+
+def lower_on_mesh(model: ModelFile, entry: str, sizes: dict[str, Any], target: Target,
+                  mesh: Mesh, dtype: Optional[str] = None, xla_unfused: bool = True,
+                  donate: Optional[str] = None) -> tuple[Lowered, Parallel]:
+    """One device's program of ``entry`` as the model file shards it over ``mesh``: hloscope
+    builds a jax.sharding.Mesh of that shape over the target's devices (host devices on cpu,
+    a deviceless topology on tpu and gpu), hands it to ``hloscope_entries(mesh=...)``, and
+    XLA partitions the step the entry returns."""
+    import numpy as np
+    from jax.sharding import Mesh as JaxMesh
+
+    from hloscope.frontends import jax as jax_frontend
+    count = math.prod(k for _, k in mesh)
+    topology = tpu_topology(target.topology, count) if target.platform == "tpu" and \
+        target.topology else ""
+    found = jax_frontend.devices_for(target, count, topology or None)
+    jax_mesh = JaxMesh(np.array(found).reshape([k for _, k in mesh]),
+                       tuple(n for n, _ in mesh))
+    chosen = model.entry(entry, sizes, mesh=jax_mesh)
+    lowered = jax_frontend.lower(chosen.fn, chosen.args, target, dtype=dtype,
+                                 xla_unfused=xla_unfused, donate=donate, mesh=jax_mesh)
+    return lowered, Parallel(count, "", 0, 0, "mesh", topology=topology,
+                             mesh=mesh_text(mesh))
 
 
 def tpu_topology(default: str, devices: int) -> str:

@@ -10,12 +10,13 @@ every target goes through the same analysis code. Errors cross the process bound
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 from dataclasses import asdict
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from hloscope.frontends.jax import CompileError, EntryError, Lowered, MissingCompilerError
 from hloscope.frontends.loader import Entry, ModelFileError, load_model_file, user_traceback
@@ -74,18 +75,23 @@ def worker_environment(target: Target, devices: int = 1, xla_flags: str = "") ->
 def lower_in_worker(path: str, entry: Optional[str], sizes: dict[str, Any], target: Target,
                     dtype: Optional[str] = None, xla_unfused: bool = True, devices: int = 1,
                     split: str = "batch", donate: Optional[str] = None,
-                    xla_flags: str = "") -> Lowered:
+                    xla_flags: str = "", mesh: Optional[Sequence[tuple[str, int]]] = None
+                    ) -> Lowered:
     """Run the worker for one target and return what it lowered; raise its error here.
     ``devices`` > 1 lowers the data-parallel program split over ``split``
     (``frontends.parallel``); the Lowered's ``parallel`` says how it went. ``xla_flags`` are
-    added to the worker's XLA_FLAGS (XLA reads them when it starts)."""
+    added to the worker's XLA_FLAGS (XLA reads them when it starts). ``mesh`` (``--mesh``):
+    the model file shards the step over a mesh of that shape (``parallel.lower_on_mesh``)."""
+    if mesh:
+        devices = math.prod(k for _, k in mesh)
     with tempfile.TemporaryDirectory(prefix="hloscope-worker-") as tmp:
         request = os.path.join(tmp, "request.json")
         result = os.path.join(tmp, "result.json")
         with open(request, "w") as f:
             json.dump({"path": os.path.abspath(path), "entry": entry, "sizes": sizes,
                        "target": target.name, "dtype": dtype, "xla_unfused": xla_unfused,
-                       "devices": devices, "split": split, "donate": donate}, f)
+                       "devices": devices, "split": split, "donate": donate,
+                       "mesh": [list(axis) for axis in mesh or ()]}, f)
         proc = subprocess.run([sys.executable, "-m", "hloscope.frontends.worker", request,
                                result], env=worker_environment(target, devices, xla_flags),
                               stdin=subprocess.DEVNULL,
@@ -110,7 +116,25 @@ def _serve(request_path: str, result_path: str) -> int:
         model = load_model_file(req["path"])
         entry = model.entry(req["entry"], req["sizes"])
         target = get_target(req["target"])
-        if req.get("devices", 1) > 1:
+        if req.get("mesh"):
+            from dataclasses import replace
+
+            from hloscope.frontends.parallel import lower_on_mesh
+            try:
+                lowered, how = lower_on_mesh(model, entry.name, req["sizes"], target,
+                                             tuple((n, int(k)) for n, k in req["mesh"]),
+                                             req["dtype"], req["xla_unfused"],
+                                             req.get("donate"))
+            except (ModelFileError, CompileError, MissingCompilerError):
+                raise
+            except EntryError as e:
+                raise ModelFileError(f"{req['path']}: entry '{entry.name}': {e}") from None
+            except Exception as e:  # the user's function raising while it is traced
+                raise ModelFileError(user_traceback(e, req["path"], f"tracing entry "
+                                                    f"'{entry.name}' on the mesh raised")) \
+                    from None
+            lowered = replace(lowered, parallel=how.as_dict())
+        elif req.get("devices", 1) > 1:
             from dataclasses import replace
 
             from hloscope.frontends.parallel import lower_data_parallel

@@ -190,16 +190,21 @@ def parallel_lines(t: TargetReport) -> list[str]:
     """What --devices did, and the collectives the program holds."""
     lines = []
     par = t.parallel
-    if par is not None:
+    if par is not None and par.mode == "mesh":
+        lines.append(f"  per device, 1 of {par.devices} (the model's own shardings over the "
+                     f"mesh {par.mesh}" + (f", topology {par.topology}" if par.topology else "")
+                     + ")")
+    elif par is not None:
         how = (f"XLA's SPMD partitioner split {par.size}={par.global_value}"
                + (f" (topology {par.topology})" if par.topology else "")
                if par.mode == "spmd" else f"lowered alone at {par.size}={par.per_device}")
         lines.append(f"  per device, 1 of {par.devices} (data parallel: {par.per_device} of "
                      f"{par.size}={par.global_value} each; {how})")
     if t.collectives:
-        lines.append("  collectives: " + ", ".join(f"{c.opcode} x{c.count} "
-                                                   f"({human_bytes(c.bytes)})"
-                                                   for c in t.collectives))
+        lines.append("  collectives: " + ", ".join(
+            f"{c.opcode} x{c.count} ({human_bytes(c.bytes)}"
+            + (f", {human_bytes(c.live_at_peak_bytes)} live at the peak"
+               if c.live_at_peak_bytes else "") + ")" for c in t.collectives))
     return lines
 
 
