@@ -12,6 +12,8 @@ model. Weights are bf16, the AdamW moments f32, and the training step donates al
 training loop runs it. ``--set scan=true`` runs the layers under ``jax.lax.scan`` over stacked
 weights (as MaxText does: one layer's program, a while loop); ``--set remat=true`` recomputes
 each layer in the backward pass. Arguments are shape-only: nothing is allocated.
+``--mesh data=8`` (``--set sharding=dp|fsdp|fsdp_tp``; ``data=2,model=4`` for fsdp_tp) shards
+the step over that many devices as the named strategy does; every figure is one device's.
 """
 
 from __future__ import annotations
@@ -70,12 +72,36 @@ def block(p: Params, x: jax.Array, heads: int, kv_heads: int) -> jax.Array:
     return x
 
 
+# How each weight is split under --mesh (docs/model-files.md, "Sharded steps"), by the role of
+# its axes: "h" the model's width (hidden), "x" the other (heads, feed-forward, vocabulary).
+# dp: nothing split (every device holds the whole model); fsdp: the width over "data", so each
+# device holds 1/N of every weight and XLA gathers a layer's weights where it uses them;
+# fsdp_tp: the width over "data" and the other axis over "model" (Megatron's split of the
+# attention heads and the feed-forward block).
+AXES = {"embed": "xh", "lm_head": "hx", "final_norm": "h", "attn_norm": "h", "mlp_norm": "h",
+        "wq": "hx", "wk": "hx", "wv": "hx", "wo": "xh", "w_gate": "hx", "w_up": "hx",
+        "w_down": "xh"}
+SHARDINGS = {"dp": {}, "fsdp": {"h": "data"}, "fsdp_tp": {"h": "data", "x": "model"}}
+
+
+def partition_spec(name: str, sharding: str, stacked: bool) -> Any:
+    from jax.sharding import PartitionSpec
+    split = SHARDINGS[sharding]
+    spec = [split.get(role) for role in AXES[name]]
+    return PartitionSpec(*([None] if stacked else []), *spec)
+
+
 def hloscope_entries(layers: int = 2, seq: int = 2048, batch: int = 1, hidden: int = 4096,
                      heads: int = 32, kv_heads: int = 8, ffn: int = 14336,
-                     vocab: int = 128256, scan: bool = False, remat: bool = False
+                     vocab: int = 128256, scan: bool = False, remat: bool = False,
+                     sharding: str = "fsdp", mesh: Any = None
                      ) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     """``train_step`` (AdamW, weights and moments donated; the default),
-    ``train_step_undonated`` and ``forward`` (the loss)."""
+    ``train_step_undonated`` and ``forward`` (the loss). Under ``--mesh`` (a mesh with a
+    ``data`` axis, and a ``model`` axis for fsdp_tp) the steps are sharded as ``sharding``
+    says (dp, fsdp, fsdp_tp); the batch is split over ``data``."""
+    if sharding not in SHARDINGS:
+        raise ValueError(f"sharding={sharding!r}: one of {', '.join(SHARDINGS)}")
     bf16, f32 = jnp.bfloat16, jnp.float32
     shapes = layer_shapes(hidden, heads, kv_heads, ffn)
     if scan:
@@ -91,17 +117,25 @@ def hloscope_entries(layers: int = 2, seq: int = 2048, batch: int = 1, hidden: i
     step_count = jax.ShapeDtypeStruct((), jnp.int32)
     layer = jax.checkpoint(block, static_argnums=(2, 3)) if remat else block
 
+    def rows(x: jax.Array) -> jax.Array:
+        """Under a mesh, the activations stay split by batch over "data" (the weights are
+        split over it too, along their width: without this XLA may keep whole batches)."""
+        if mesh is None:
+            return x
+        from jax.sharding import NamedSharding, PartitionSpec
+        return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec("data")))
+
     def loss_fn(p: Params, tokens: jax.Array) -> jax.Array:
-        x = p["embed"][tokens[:, :-1]]
+        x = rows(p["embed"][tokens[:, :-1]])
         if scan:
             def body(x: jax.Array, lp: Params) -> tuple[jax.Array, None]:
-                return layer(lp, x, heads, kv_heads), None
+                return rows(layer(lp, x, heads, kv_heads)), None
             x, _ = jax.lax.scan(body, x, p["blocks"])
         else:
             for i, lp in enumerate(p["blocks"]):
                 with jax.named_scope(f"layer_{i}"):
-                    x = layer(lp, x, heads, kv_heads)
-        logits = (rms_norm(x, p["final_norm"]) @ p["lm_head"]).astype(f32)
+                    x = rows(layer(lp, x, heads, kv_heads))
+        logits = rows(rms_norm(x, p["final_norm"]) @ p["lm_head"]).astype(f32)
         logp = jax.nn.log_softmax(logits, axis=-1)
         return -jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1).mean()
 
@@ -123,6 +157,29 @@ def hloscope_entries(layers: int = 2, seq: int = 2048, batch: int = 1, hidden: i
         return jax.tree.map(update, p, m, v), m, v, step + 1, loss
 
     args = (params, moments, moments, step_count, tokens)
+    if mesh is not None:
+        from jax.sharding import NamedSharding, PartitionSpec
+
+        def placed(path: Any, a: Any) -> Any:
+            name = next(str(getattr(k, "key", "")) for k in reversed(path)
+                        if str(getattr(k, "key", "")) in AXES)
+            spec = partition_spec(name, sharding, stacked=scan and len(a.shape) > 1
+                                  and a.shape[0] == layers and name not in
+                                  ("embed", "lm_head", "final_norm"))
+            return jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=NamedSharding(mesh, spec))
+
+        params = jax.tree_util.tree_map_with_path(placed, params)
+        moments = jax.tree_util.tree_map_with_path(placed, moments)
+        whole = NamedSharding(mesh, PartitionSpec())
+        tokens = jax.ShapeDtypeStruct(tokens.shape, tokens.dtype,
+                                      sharding=NamedSharding(mesh, PartitionSpec("data")))
+        step_count = jax.ShapeDtypeStruct((), jnp.int32, sharding=whole)
+        args = (params, moments, moments, step_count, tokens)
+        state = jax.tree.map(lambda a: a.sharding, (params, moments, moments))
+        jitted = jax.jit(train_step, donate_argnums=(0, 1, 2),
+                         out_shardings=(*state, whole, whole))
+        return {"train_step": (jitted, args),
+                "forward": (jax.jit(loss_fn, out_shardings=whole), (params, tokens))}
     return {"train_step": (jax.jit(train_step, donate_argnums=(0, 1, 2)), args),
             "train_step_undonated": (train_step, args),
             "forward": (loss_fn, (params, tokens))}
