@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from conftest import needs_jax, needs_tpu
+from conftest import needs_gpu, needs_jax, needs_tpu
 from hloscope.cli import run
 from hloscope.frontends.parallel import parse_mesh
 
@@ -138,3 +138,16 @@ def test_deviceless_tpu_mesh(capsys) -> None:
     assert t["memory"]["xla"]["argument_size_in_bytes"] == \
         t["memory"]["fused"]["parameter_bytes"]
     assert "all-gather" in {c["opcode"] for c in t["collectives"]}
+
+
+@needs_jax
+@needs_gpu
+def test_deviceless_gpus_mesh(capsys) -> None:
+    """Eight H100s of one host (the deviceless topology 1x1x8): FSDP's gradients are
+    reduce-scattered, and the partitioned program's temp is XLA's to the byte."""
+    t = _diff(capsys, "--target", "gpu-h100", "--mesh", "data=8", "--set", "sharding=fsdp")
+    assert t["parallel"]["devices"] == 8
+    fused, xla = t["memory"]["fused"], t["memory"]["xla"]
+    assert fused["parameter_bytes"] == (W1 + W2) // 8 + (X + Y) // 8
+    assert fused["temp_packed_bytes"] == xla["temp_size_in_bytes"]
+    assert {"all-gather", "reduce-scatter"} <= {c["opcode"] for c in t["collectives"]}
