@@ -91,11 +91,20 @@ def run_process(argv: list[str], fails: bool = False) -> str:
     if fails:
         if not proc.returncode:
             raise RuntimeError(f"hloscope {' '.join(argv)} was expected to fail and did not")
-        return proc.stderr + f"(exit code {proc.returncode})\n"
+        return _without_runtime_logs(proc.stderr) + f"(exit code {proc.returncode})\n"
     if proc.returncode:
         raise RuntimeError(f"hloscope {' '.join(argv)} exited {proc.returncode}:\n"
                            + proc.stderr[-3000:])
     return proc.stdout
+
+
+def _without_runtime_logs(stderr: str) -> str:
+    """A failing command's stderr without the log lines that XLA's runtime and plugins write
+    when they start (absl's ``I0000 ...``, which the CUDA plugin prints when it is installed):
+    what hloscope said, whatever is installed beside it."""
+    import re
+    return "".join(line for line in stderr.splitlines(keepends=True)
+                   if not re.match(r"[IWE]\d{4} |WARNING: All log messages before absl", line))
 
 
 def execute(command: str, fails: bool = False) -> dict[str, Any]:
