@@ -79,7 +79,7 @@ def test_per_device_bytes_fall_with_the_devices(tmp_path, capsys, monkeypatch) -
             continue
         assert t["parallel"] == {"devices": n, "size": "batch", "global_value": 1024,
                                  "per_device": 1024 // n, "mode": "spmd", "reason": "",
-                                 "topology": ""}
+                                 "topology": "", "mesh": ""}
         # The gradients are summed over the devices: one all-reduce of both weights' bytes.
         reduced = {c["opcode"]: c for c in t["collectives"]}
         assert reduced["all-reduce"]["bytes"] >= WEIGHT_BYTES

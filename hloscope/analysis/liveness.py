@@ -277,10 +277,23 @@ def _invariant_elements(body: Computation) -> frozenset[int]:
     return frozenset(out)
 
 
+# The async pairs XLA has opcodes of their own for; any other "X-start" / "X-done" is the
+# printed form of an async-start / async-done wrapping the op X.
+NATIVE_ASYNC_STARTS = frozenset({"all-reduce-start", "all-gather-start",
+                                 "collective-permute-start", "copy-start"})
+
+
+def _tuple_indices(shape: Shape) -> set[Index]:
+    return {idx for idx, s in _leaves_with_index(shape) if s.is_tuple}
+
+
 def _async_aliases(instr: Instruction, operands: list[Tree]) -> Tree:
-    """Indices of an async op's result that are its operands' buffers, not new values: an
-    async start's ``{0, k}`` is operand k, ``copy-start``'s ``{1}`` its source; a done
-    returns the start's result (``{1}``; ``copy-done``: the destination ``{0}``)."""
+    """Indices of an async op's result that are its operands' buffers, not new values, as
+    XLA's dataflow analysis has them (HloDataflowAnalysis::InitializeInstructionValueSets):
+    an async start's ``{0, k}`` is operand k, ``copy-start``'s ``{1}`` its source; an
+    update and a done define their tuple-shaped indices (their index tables) and take the
+    arrays from the start: a done its ``{1}`` (``copy-done``: ``{0}``), an update all of it;
+    ``all-reduce-done`` aliases its start whole; ``recv-done``'s ``{0}`` is the recv's."""
     op = instr.opcode
     if not operands:
         return {}
@@ -291,9 +304,32 @@ def _async_aliases(instr: Instruction, operands: list[Tree]) -> Tree:
         return {(0, k) + idx: v for k, tree in enumerate(operands) for idx, v in tree.items()}
     if op == "copy-done":
         return _subtree(operands[0], (0,))
+    if op == "all-reduce-done":
+        return dict(operands[0])
+    if op == "recv-done":
+        return {(0,) + idx: v for idx, v in _subtree(operands[0], (0,)).items()}
+    if op == "send-done":
+        return {}
+    if op.endswith("-update"):
+        tables = _tuple_indices(instr.shape)
+        return {idx: v for idx, v in operands[0].items() if idx not in tables}
     if op.endswith("-done") and (1,) in operands[0]:
-        return _subtree(operands[0], (1,))
+        tables = _tuple_indices(instr.shape)
+        return {idx: v for idx, v in _subtree(operands[0], (1,)).items() if idx not in tables}
     return {}
+
+
+def _wrapped_tables(instr: Instruction) -> list[tuple[Index, Shape]]:
+    """The index tables of the op an async-start wraps (``reduce-scatter-start`` printed for an
+    async-start around a reduce-scatter): the wrapped op is the root of a computation the
+    text does not print, and XLA's dataflow gives its tuple-shaped indices values of their
+    own (its arrays are the start's ``{1}``). Numbered below the start's own indices."""
+    op = instr.opcode
+    if not op.endswith("-start") or op in NATIVE_ASYNC_STARTS or not instr.shape.is_tuple or \
+            len(instr.shape.tuple_shapes) < 2 or not instr.shape.tuple_shapes[1].is_tuple:
+        return []
+    return [((-1,) + idx, s) for idx, s in _leaves_with_index(instr.shape.tuple_shapes[1])
+            if s.is_tuple]
 
 
 class _Builder:
@@ -389,6 +425,8 @@ class _Builder:
         aliased = _async_aliases(instr, operands)
         tree = {idx: aliased[idx] if idx in aliased else self.define(comp.name, instr, idx, s, t)
                 for idx, s in _leaves_with_index(instr.shape)}
+        for idx, s in _wrapped_tables(instr):
+            self.define(comp.name, instr, idx, s, t)  # read by nothing the text shows
         if self.backend.in_place:
             for number, operand_index, output_index in in_place_pairs(self.module, instr):
                 if number >= len(operands) or output_index not in tree:
