@@ -112,6 +112,26 @@ def inspect(file: str, as_json: bool, show_all: bool) -> None:
         click.echo(render_summary(summary, top_opcodes=0 if show_all else 25), nl=False)
 
 
+@main.command()
+@click.argument("file", type=click.Path(allow_dash=True, dir_okay=False))
+@click.option("--depth", type=click.IntRange(min=1), help="Levels of the tree to show.")
+@click.option("--top", type=click.IntRange(min=0), default=12, show_default=True,
+              help="Children shown per scope, the largest first (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the tree as JSON (every scope).")
+def scopes(file: str, depth: Optional[int], top: int, as_json: bool) -> None:
+    """The framework scopes of a module (op_name paths: layers, attention, the optimizer) as
+    a tree, with the instructions, fusions and bytes written in each: what --scope, compare
+    and the HTML filter can match."""
+    from hloscope.analysis.scopes import scope_tree
+    tree = scope_tree(load_module(file), depth)
+    if as_json:
+        from hloscope.present.json import render
+        click.echo(render(tree), nl=False)
+    else:
+        from hloscope.present.terminal import render_scopes
+        click.echo(render_scopes(tree, top), nl=False)
+
+
 _SORT_KEYS = {
     "bytes": lambda c: (-c.intermediate_bytes, -c.op_count, c.name),
     "ops": lambda c: (-c.op_count, -c.intermediate_bytes, c.name),
@@ -240,7 +260,8 @@ def _write_text(path: str, text: str) -> None:
               help="One node per fusion, or each fusion's ops in its cluster (default: "
                    "collapse when the expanded picture exceeds --max-nodes).")
 @click.option("--scope", help="Only instructions whose op_name (or a fused op's) matches this "
-                              "regular expression, e.g. 'layer_3/attention'.")
+                              "regular expression, e.g. 'layer_3/attention' (`hloscope "
+                              "scopes FILE` lists them).")
 @click.option("--around", metavar="NAME", help="Only instructions within --depth hops of "
                                                "this one (a fused op means its fusion).")
 @click.option("--depth", type=click.IntRange(min=0), default=2, show_default=True,

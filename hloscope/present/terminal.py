@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from hloscope.analysis.agreement import Agreement
     from hloscope.analysis.agreement import Comparison, Sharing
     from hloscope.analysis.compare import CompareReport, GroupRow, Growth, TargetComparison
+    from hloscope.analysis.scopes import ScopeNode, ScopeTree
     from hloscope.fit import FitResult, SweepResult
 from hloscope.present.format import (INTERMEDIATES_HELP, MEMORY_HELP, comparison_rows,
                                      human_bytes, memory_rows, ratio_text, table)
@@ -589,3 +590,30 @@ def growth_line(g: "Growth", fraction: float) -> str:
     ratio = f"{g.ratio - 1:+.1%}" if g.ratio is not None else "from nothing"
     return (f"{g.what} grew {ratio} on {g.target} ({human_bytes(g.a_bytes)} -> "
             f"{human_bytes(g.b_bytes)}, {g.source}), over the {fraction:.1%} allowed")
+
+
+def render_scopes(tree: "ScopeTree", limit: int = 0) -> str:
+    """The scope tree, indented, each scope with its instructions, fusions and bytes
+    written; ``limit`` > 0 shows that many children per scope (the largest)."""
+    lines = [f"module {tree.module}  ({tree.source}): {tree.instructions:,} instructions; "
+             "scope paths join the names below with '/', as --scope matches them", ""]
+    rows: list[tuple[str, ...]] = []
+
+    def walk(node: "ScopeNode", indent: int) -> None:
+        shown = node.children if not limit else node.children[:limit]
+        for c in shown:
+            rows.append(("  " * indent + c.name, f"{c.instructions:,}", f"{c.fusions:,}",
+                         human_bytes(c.bytes_written)))
+            walk(c, indent + 1)
+        if len(shown) < len(node.children):
+            rest = node.children[len(shown):]
+            rows.append(("  " * indent + f"... {len(rest)} more",
+                         f"{sum(c.instructions for c in rest):,}",
+                         f"{sum(c.fusions for c in rest):,}",
+                         human_bytes(sum(c.bytes_written for c in rest))))
+    walk(tree.root, 0)
+    lines += _aligned([("scope", "instructions", "fusions", "bytes written")] + rows)
+    lines.append("")
+    lines.append("(bytes written: the results of the ops that run as steps, in the scope and "
+                 "below; fused ops count as instructions of their own scope)")
+    return "\n".join(lines) + "\n"
