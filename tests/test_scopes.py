@@ -20,7 +20,8 @@ fused {
 
 ENTRY main {
   x = f32[256]{0} parameter(0)
-  a = f32[256]{0} fusion(x), kind=kLoop, calls=fused, metadata={op_name="jit(f)/layer_0/attention/neg"}
+  a = f32[256]{0} fusion(x), kind=kLoop, calls=fused,
+      metadata={op_name="jit(f)/layer_0/attention/neg"}
   b = f32[256]{0} sqrt(a), metadata={op_name="jit(f)/layer_0/mlp/sqrt"}
   c = f32[256]{0} add(b, b), metadata={op_name="jit(f)/add"}
   ROOT d = f32[256]{0} copy(c)
