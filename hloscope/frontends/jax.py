@@ -262,12 +262,7 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
         device = SingleDeviceSharding(found[0])
 
         def placed(a: Any) -> Any:
-            if not (hasattr(a, "shape") and hasattr(a, "dtype")) or isinstance(a, type):
-                return a
-            dt = a.dtype
-            if cast is not None and jax.numpy.issubdtype(dt, jax.numpy.floating):
-                dt = cast
-            return jax.ShapeDtypeStruct(a.shape, dt, sharding=device)  # type: ignore
+            return _array_spec(a, cast, device)
 
         if kind == "equinox.filter_jit":
             # equinox traces array leaves only: a shape-only spec would be a static value. It
@@ -314,6 +309,18 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
                    **compile_both(lowered, t, xla_unfused, on_text))
 
 
+def _array_spec(a: Any, cast: Any, sharding: Any) -> Any:
+    """A shape-only spec of an array leaf (its floating dtype cast to ``cast``, when given)
+    placed with ``sharding``; any other leaf as it is."""
+    import jax
+    if not (hasattr(a, "shape") and hasattr(a, "dtype")) or isinstance(a, type):
+        return a
+    dt = a.dtype
+    if cast is not None and jax.numpy.issubdtype(dt, jax.numpy.floating):
+        dt = cast
+    return jax.ShapeDtypeStruct(a.shape, dt, sharding=sharding)  # type: ignore
+
+
 def lower_on_mesh(fn: Callable[..., Any], args: tuple[Any, ...], t: Target, mesh: Any,
                   kind: str, cast: Any, xla_unfused: bool,
                   on_text: Optional[Callable[[str, str], None]],
@@ -328,16 +335,11 @@ def lower_on_mesh(fn: Callable[..., Any], args: tuple[Any, ...], t: Target, mesh
     replicated = NamedSharding(mesh, PartitionSpec())  # type: ignore[no-untyped-call]
 
     def keep(a: Any) -> Any:
-        if not (hasattr(a, "shape") and hasattr(a, "dtype")) or isinstance(a, type):
-            return a
-        dt = a.dtype
-        if cast is not None and jax.numpy.issubdtype(dt, jax.numpy.floating):
-            dt = cast
         sharding = getattr(a, "sharding", None)
         if not isinstance(sharding, jax.sharding.Sharding) or \
                 set(sharding.device_set) - set(mesh.devices.flat):
             sharding = replicated  # a concrete array lives on this machine's CPU
-        return jax.ShapeDtypeStruct(a.shape, dt, sharding=sharding)  # type: ignore
+        return _array_spec(a, cast, sharding)
 
     specs = jax.tree.map(keep, args)
     if kind:

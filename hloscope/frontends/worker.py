@@ -116,32 +116,20 @@ def _serve(request_path: str, result_path: str) -> int:
         model = load_model_file(req["path"])
         entry = model.entry(req["entry"], req["sizes"])
         target = get_target(req["target"])
-        if req.get("mesh"):
+        if req.get("mesh") or req.get("devices", 1) > 1:
             from dataclasses import replace
 
-            from hloscope.frontends.parallel import lower_on_mesh
+            from hloscope.frontends.parallel import lower_data_parallel, lower_on_mesh
             try:
-                lowered, how = lower_on_mesh(model, entry.name, req["sizes"], target,
-                                             tuple((n, int(k)) for n, k in req["mesh"]),
-                                             req["dtype"], req["xla_unfused"],
-                                             req.get("donate"))
-            except (ModelFileError, CompileError, MissingCompilerError):
-                raise
-            except EntryError as e:
-                raise ModelFileError(f"{req['path']}: entry '{entry.name}': {e}") from None
-            except Exception as e:  # the user's function raising while it is traced
-                raise ModelFileError(user_traceback(e, req["path"], f"tracing entry "
-                                                    f"'{entry.name}' on the mesh raised")) \
-                    from None
-            lowered = replace(lowered, parallel=how.as_dict())
-        elif req.get("devices", 1) > 1:
-            from dataclasses import replace
-
-            from hloscope.frontends.parallel import lower_data_parallel
-            try:
-                lowered, how = lower_data_parallel(model, entry.name, req["sizes"], target,
-                                                   req["devices"], req["split"], req["dtype"],
-                                                   req["xla_unfused"], req.get("donate"))
+                if req.get("mesh"):
+                    lowered, how = lower_on_mesh(
+                        model, entry.name, req["sizes"], target,
+                        tuple((n, int(k)) for n, k in req["mesh"]), req["dtype"],
+                        req["xla_unfused"], req.get("donate"))
+                else:
+                    lowered, how = lower_data_parallel(
+                        model, entry.name, req["sizes"], target, req["devices"], req["split"],
+                        req["dtype"], req["xla_unfused"], req.get("donate"))
             except (ModelFileError, CompileError, MissingCompilerError):
                 raise
             except EntryError as e:

@@ -10,7 +10,7 @@ library for one series per row; axes, ticks and legends in files are matplotlib'
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from hloscope.present.format import human_bytes
 
@@ -23,6 +23,37 @@ CURVE_COLOURS = {"fused": "#0072B2", "unfused": "#D55E00", "eager": "#CC79A7"}
 CURVE_STYLES = {"fused": "-", "unfused": "--", "eager": ":"}
 BAND_COLOURS = {"parameters": "#BBBBBB", "outputs": "#E5E5E5", "temporaries": "#9ECAE9"}
 _EIGHTHS = " ▁▂▃▄▅▆▇█"
+
+
+def _unit(top: float) -> tuple[str, int]:
+    """The unit a chart whose largest value is ``top`` bytes is drawn in."""
+    return next(((n, u) for n, u in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+                 if top >= 2 * u), ("B", 1))
+
+
+def _svg(fig: Any) -> str:
+    """A matplotlib figure as SVG text, reproducibly: text as text, fixed ids, and no
+    metadata block (no date, no URLs)."""
+    import matplotlib
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hloscope"}):
+        fig.savefig(buf, format="svg",
+                    metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    return buf.getvalue()
+
+
+def _timeline_axes(fig: Any, ax: Any, xlabel: str, unit_name: str, title: str,
+                   legend: str) -> str:
+    """A timeline chart's axes (x: % of the schedule, y: bytes live), finished as SVG."""
+    ax.set_xlim(0, 100)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"live ({unit_name})")
+    ax.grid(True, axis="y", lw=0.4, color="#DDDDDD")
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc=legend, framealpha=0.85)
+    return _svg(fig)
 
 
 def _columns(t: "Timeline", width: int) -> list[int]:
@@ -77,8 +108,7 @@ def timeline_svg(timelines: Sequence["Timeline"], live_at_peak: Sequence["LiveVa
     fig = Figure(figsize=(9, 3.6), layout="constrained")
     ax = fig.add_subplot()
     top = max((t.parameter_bytes + t.output_bytes + t.peak_bytes for t in timelines), default=1)
-    unit_name, unit = next(((n, u) for n, u in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
-                            if top >= 2 * u), ("B", 1))
+    unit_name, unit = _unit(top)
     ax.set_gid("timeline-axes")
     for k, t in enumerate(timelines):
         if not t.steps:
@@ -109,20 +139,8 @@ def timeline_svg(timelines: Sequence["Timeline"], live_at_peak: Sequence["LiveVa
                         xytext=(0, 10), textcoords="offset points", fontsize=7,
                         ha="center" if 15 < px < 85 else ("left" if px <= 15 else "right"),
                         color=colour)
-    ax.set_xlim(0, 100)
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("position in the schedule (% of its steps)")
-    ax.set_ylabel(f"live ({unit_name})")
-    ax.grid(True, axis="y", lw=0.4, color="#DDDDDD")
-    if title:
-        ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", framealpha=0.85)
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hloscope"}):
-        # No metadata block: no date (the file is reproducible) and no URLs in it.
-        fig.savefig(buf, format="svg",
-                    metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
-    return buf.getvalue()
+    return _timeline_axes(fig, ax, "position in the schedule (% of its steps)", unit_name,
+                          title, "upper left")
 
 
 def sweep_svg(r: "SweepResult") -> str:
@@ -134,8 +152,7 @@ def sweep_svg(r: "SweepResult") -> str:
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
     top = max((max(row.fused, row.unfused, row.eager) for row in r.rows), default=1)
-    unit_name, unit = next(((n, u) for n, u in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
-                            if top >= 2 * u), ("B", 1))
+    unit_name, unit = _unit(top)
     groups: dict[tuple[object, ...], list[object]] = {}
     for row in r.rows:
         groups.setdefault(tuple(row.sizes[n] for n in rest), []).append(row)
@@ -152,11 +169,7 @@ def sweep_svg(r: "SweepResult") -> str:
     ax.grid(True, lw=0.4, color="#DDDDDD")
     ax.set_title(f"{r.model} — {r.entry} on {r.target}", fontsize=10)
     ax.legend(fontsize=7)
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hloscope"}):
-        fig.savefig(buf, format="svg",
-                    metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
-    return buf.getvalue()
+    return _svg(fig)
 
 
 def compare_timeline_svg(sides: Sequence[tuple[str, "Timeline", int]], title: str = "") -> str:
@@ -171,8 +184,7 @@ def compare_timeline_svg(sides: Sequence[tuple[str, "Timeline", int]], title: st
     fig = Figure(figsize=(9, 3.6), layout="constrained")
     ax = fig.add_subplot()
     top = max((base + t.peak_bytes for _, t, base in sides), default=1)
-    unit_name, unit = next(((n, u) for n, u in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
-                            if top >= 2 * u), ("B", 1))
+    unit_name, unit = _unit(top)
     colours, styles = ("#0072B2", "#D55E00", "#009E73"), ("-", "--", ":")
     for k, (label, t, base) in enumerate(sides):
         if not t.steps:
@@ -185,19 +197,8 @@ def compare_timeline_svg(sides: Sequence[tuple[str, "Timeline", int]], title: st
                       f"({human_bytes(base)} allocated throughout)")
         ax.plot([100.0 * t.peak_step / t.steps], [(base + t.peak_bytes) / unit], marker="v",
                 color=colour, ms=7)
-    ax.set_xlim(0, 100)
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("position in each side's schedule (% of its steps)")
-    ax.set_ylabel(f"live ({unit_name})")
-    ax.grid(True, axis="y", lw=0.4, color="#DDDDDD")
-    if title:
-        ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="lower right", framealpha=0.85)
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hloscope"}):
-        fig.savefig(buf, format="svg",
-                    metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
-    return buf.getvalue()
+    return _timeline_axes(fig, ax, "position in each side's schedule (% of its steps)",
+                          unit_name, title, "lower right")
 
 
 def matplotlib_missing() -> Optional[str]:
