@@ -688,7 +688,8 @@ def _side_options(flag: str, text: str) -> dict[str, object]:
         fail(f"{flag} {text!r}: {e}")
     except click.UsageError as e:
         fail(f"{flag} {text!r}: {e.format_message()}")
-    assert isinstance(got, dict)
+    if not isinstance(got, dict):  # --a "--help": the side options were listed
+        sys.exit(0)
     return got
 
 
@@ -716,7 +717,8 @@ def _growth_rule(text: str) -> tuple[str, float]:
 @click.option("--b", "b_text", default="", metavar="OPTIONS", help="The same for side B.")
 @click.option("--a-xla-flags", default="", metavar="FLAGS",
               help="XLA flags for side A's compile, as XLA_FLAGS takes them "
-                   "(--xla_disable_hlo_passes=fusion-merger); it compiles in a worker process.")
+                   "(--xla_disable_hlo_passes=multi_output_fusion); it compiles in a worker "
+                   "process.")
 @click.option("--b-xla-flags", default="", metavar="FLAGS", help="The same for side B.")
 @click.option("--target", "target_spec", default="cpu", show_default=True,
               help="For model files: cpu, gpu-h100, tpu-v3, ... or a comma list.")
