@@ -412,3 +412,61 @@ def test_compact_tuple_element_operands() -> None:
         ("p0.element.1", 1, "f16[10]"), ("p0.element.0", 0, "f32[10]")]
     assert m.entry.root.operands == ("p0.element.0", "p0.element.0")
     assert "%p0.element.0 = f32[10] get-tuple-element(%p0), index=0" in printed
+
+
+# A line break where XLA's lexer allows whitespace: between an instruction's shape and its
+# opcode, after `=`, and inside a computation's header (issue: read every HLO text XLA reads).
+LINE_BREAKS = {
+    "shape then opcode": """HloModule m
+ENTRY e {
+  p = f32[5]{0} parameter(0)
+  ROOT x = (f32[5]{0}, s32[])
+    custom-call(p), custom_call_target="foo"
+}
+""",
+    "after the equals sign": """HloModule m
+ENTRY e {
+  p = f32[5]{0} parameter(0)
+  ROOT %c =
+    f32[5]{0} negate(p)
+}
+""",
+    "a computation header over five lines": """HloModule m
+%comp
+  (p0: s32[], p1: s32[])
+  ->
+  s32[]
+  {
+  %p0 = s32[] parameter(0)
+  %p1 = s32[] parameter(1)
+  ROOT %a = s32[] add(%p0, %p1)
+}
+
+ENTRY e {
+  a = s32[] parameter(0)
+  ROOT c = s32[] call(a, a), to_apply=%comp
+}
+""",
+    "opcode then its operands": """HloModule m
+ENTRY e {
+  p = f32[5]{0} parameter(0)
+  ROOT x = f32[5]{0} negate
+    (p)
+}
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINE_BREAKS))
+def test_a_line_break_is_whitespace(name) -> None:
+    m, printed = roundtrip(LINE_BREAKS[name])
+    one_line = parse(printed)
+    assert [[i.opcode for i in c.instructions] for c in m.computations] == \
+        [[i.opcode for i in c.instructions] for c in one_line.computations]
+
+
+def test_line_breaks_are_what_xla_reads() -> None:
+    """XLA's own parser takes every one of these texts (the oracle, where jaxlib is there)."""
+    hlo = pytest.importorskip("jaxlib._hlo", reason="needs jaxlib (pip install -e '.[jax]')")
+    for text in LINE_BREAKS.values():
+        hlo.hlo_module_from_text(text)

@@ -481,7 +481,15 @@ class _Parser:
         kinds, values = self.kinds, self.values
         if kinds[i] != "NAME":
             return False
-        return values[i] == "ENTRY" or values[i + 1] in ("(", "{") or kinds[i + 1] == "BRACED"
+        j = self._after_nl(i + 1)
+        return values[i] == "ENTRY" or values[j] in ("(", "{") or kinds[j] == "BRACED"
+
+    def _after_nl(self, i: int) -> int:
+        """The first token at or after ``i`` that is not a line break."""
+        kinds = self.kinds
+        while kinds[i] == "NL":
+            i += 1
+        return i
 
     def _starts_instruction(self, i: int) -> bool:
         """Whether tokens at ``i`` begin an instruction: ``ROOT``, ``%name =``, or
@@ -672,6 +680,7 @@ class _Parser:
     def computation(self) -> Computation:
         is_entry, name, execution_thread = self.computation_header()
         kinds, values = self.kinds, self.values
+        self.skip_nl()
         if kinds[self.i] == "BRACED":
             self.split_braced(self.i)  # a body written on one line
         self.expect_punct("{")
@@ -693,6 +702,9 @@ class _Parser:
             is_entry = True
             self.i += 1
         name = self.expect_name("a computation name (or 'ENTRY')")
+        j = self._after_nl(self.i)
+        if values[j] in ("(", "{") or kinds[j] == "BRACED":
+            self.i = j  # the header over several lines
         if values[self.i] == "(":
             self.signature()
         execution_thread = None
@@ -874,6 +886,7 @@ class _Parser:
         if values[self.i] != "=":
             raise self.error("'=' after the instruction name")
         self.i += 1
+        self.skip_nl()  # XLA's lexer takes a line break as any other whitespace
         if kinds[self.i] == "NAME" and values[self.i + 1] == "(" and \
                 values[self.i] not in ("token", "opaque"):
             # `v = abs(a)`: the shape is left out, as XLA's parser allows; inferred from the
@@ -882,10 +895,12 @@ class _Parser:
             shape = _OMITTED
         else:
             shape = self.shape()
+            self.skip_nl()
         if kinds[self.i] != "NAME":
             raise self.error("an opcode")
         opcode = values[self.i]
         self.i += 1
+        self.skip_nl()
         if values[self.i] != "(":
             raise self.error(f"'(' after opcode '{opcode}'")
         self.i += 1
