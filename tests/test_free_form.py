@@ -470,3 +470,11 @@ def test_line_breaks_are_what_xla_reads() -> None:
     hlo = pytest.importorskip("jaxlib._hlo", reason="needs jaxlib (pip install -e '.[jax]')")
     for text in LINE_BREAKS.values():
         hlo.hlo_module_from_text(text)
+
+
+def test_commas_between_metadata_fields() -> None:
+    text = CANONICAL.replace('metadata={op_name="neg"}',
+                             'metadata={op_name="neg" source_line=5, op_type="negate"}')
+    m, _ = roundtrip(text)
+    md = m.computations[0].instructions[-1].metadata
+    assert (md.op_name, md.source_line, md.op_type) == ("neg", 5, "negate")
