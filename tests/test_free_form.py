@@ -478,3 +478,30 @@ def test_commas_between_metadata_fields() -> None:
     m, _ = roundtrip(text)
     md = m.computations[0].instructions[-1].metadata
     assert (md.op_name, md.source_line, md.op_type) == ("neg", 5, "negate")
+
+
+def test_nested_operands_without_shapes() -> None:
+    """``add(add(a, a), add(a, add(a, a)))``: nested anonymous operands whose shapes XLA's
+    parser infers (it takes this text: checked where jaxlib is there)."""
+    text = """HloModule m
+ENTRY e {
+  a = f32[] parameter(0)
+  ROOT r = f32[] add(add(a, a), add(a, add(a, a)))
+}
+"""
+    m, printed = roundtrip(text)
+    ops = [(i.opcode, str(i.shape)) for i in m.computations[0].instructions]
+    assert ops == [("parameter", "f32[]")] + [("add", "f32[]")] * 4
+    hlo = pytest.importorskip("jaxlib._hlo", reason="needs jaxlib (pip install -e '.[jax]')")
+    hlo.hlo_module_from_text(text)
+
+
+def test_compact_tuple_elements_several_levels_deep() -> None:
+    m, _ = roundtrip("""HloModule m
+ENTRY e {
+  p0 = ((f32[], f32[2]), f32[]) parameter(0)
+  ROOT r = f32[2] negate(p0#0#1)
+}
+""")
+    gte = [i for i in m.computations[0].instructions if i.opcode == "get-tuple-element"]
+    assert [str(i.shape) for i in gte] == ["(f32[], f32[2])", "f32[2]"]

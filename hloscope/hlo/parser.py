@@ -968,12 +968,21 @@ class _Parser:
                     operand = self._anonymous(shape)
                     i = self.i
                     kind = "NESTED"
+            if kind == "NAME" and values[i + 1] == "(" and kinds[i + 1] == "PUNCT":
+                # `add(add(a, b), c)`: a nested anonymous operand without its shape, which
+                # is inferred from its own operands, as XLA's parser does.
+                self.i = i
+                operand = self._anonymous(_OMITTED)
+                i = self.i
+                kind = "NESTED"
             if kind == "NAME":
                 v = values[i]
                 operand = v[1:] if v[0] == "%" else v
                 i += 1
-                if values[i] == "#" and kinds[i + 1] == "NUMBER" and values[i + 1].isdigit():
-                    # `%p0#0`: element 0 of the tuple %p0, a get-tuple-element of its own.
+                while values[i] == "#" and kinds[i + 1] == "NUMBER" and \
+                        values[i + 1].isdigit():
+                    # `%p0#0`: element 0 of the tuple %p0, a get-tuple-element of its own
+                    # (`%p0#1#0`: element 0 of that one).
                     operand = self._compact_gte(operand, int(values[i + 1]), i)
                     i += 2
             elif kind != "NESTED":
@@ -1040,12 +1049,16 @@ class _Parser:
         return name
 
     def _anonymous(self, shape: Shape) -> str:
-        """``opcode(operands)`` after a shape inside an operand list; returns its new name."""
+        """``opcode(operands)`` inside an operand list, after its shape (or with none:
+        ``_OMITTED``, inferred later); returns its new name."""
+        at = self.i
         opcode = self.values[self.i]
         self.i += 2
         operands, parameter_number, literal = self.operand_list(opcode)
         self.anonymous_count += 1
         name = f"{opcode}.nested.{self.anonymous_count}"
+        if shape is _OMITTED:
+            self.omitted[name] = at
         self.nested.append(Instruction(name, opcode, shape, operands,
                                        parameter_number=parameter_number, literal=literal))
         return name
