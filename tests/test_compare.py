@@ -15,8 +15,8 @@ import pytest
 
 from conftest import fixture_path, needs_browser, needs_dot, needs_jax, needs_matplotlib
 from test_report import _open, browser  # noqa: F401  (the browser fixture, shared)
-from hloscope.analysis.compare import (NO_OP_NAME, Figures, TargetComparison, compare, dims,
-                                       growth, scope_of)
+from hloscope.analysis.compare import Figures, TargetComparison, compare, dims, growth
+from hloscope.analysis.scopes import NO_OP_NAME, scope_of
 from hloscope.cli import run
 from hloscope.pipeline import SideSpec, side_measures
 

@@ -24,28 +24,9 @@ from hloscope.analysis.activations import NO_SOURCE
 from hloscope.analysis.diff import Measured, TargetReport
 from hloscope.analysis.fusion import FusionCluster, ValueRef, trim_scope
 from hloscope.analysis.liveness import LiveValue, Timeline
+from hloscope.analysis.scopes import NO_OP_NAME, first_op, parent_scope, scope_of
 
 SCHEMA = "hloscope.compare/1"
-TOP_LEVEL = "(top level)"  # an op_name without a scope: the traced function's own ops
-NO_OP_NAME = "(no op_name)"  # made by XLA without metadata
-
-
-def _parent(trimmed: str) -> str:
-    head, sep, _ = trimmed.rpartition("/")
-    return head if sep else TOP_LEVEL
-
-
-def first_op(op_name: str) -> str:
-    """XLA joins the op_names of ops it merged with ';': the first stands for them."""
-    return op_name.split(";", 1)[0]
-
-
-def scope_of(op_name: str) -> str:
-    """``jit(step)/transpose(jvp(layer_3))/attention/dot_general`` →
-    ``transpose(jvp(layer_3))/attention``: the scope an op ran in, not the op."""
-    return _parent(trim_scope(first_op(op_name))) if op_name else NO_OP_NAME
-
-
 def cut(scope: str, depth: Optional[int]) -> str:
     """A scope path cut to its first ``depth`` components (None: as it is)."""
     if depth is None or scope.startswith("("):
@@ -202,11 +183,11 @@ def side_groups(t: TargetReport, m: Measured, depth: Optional[int] = None
             both(scope_of(sv.op_name), sv.source, "saved_bytes", sv.bytes)
     if m.fusions is not None:
         for c in m.fusions.clusters:
-            both(_parent(first_op(c.op_name)) if c.op_name else NO_OP_NAME, c.source,
+            both(parent_scope(first_op(c.op_name)) if c.op_name else NO_OP_NAME, c.source,
                  "fusions", 1)
     e = m.memory.eliminated
     for g in e.by_scope:
-        k = cut(NO_OP_NAME if g.key.startswith("(") else _parent(first_op(g.key)), depth)
+        k = cut(NO_OP_NAME if g.key.startswith("(") else parent_scope(first_op(g.key)), depth)
         scope.add(k, _F["eliminated_bytes"], g.bytes)
         scope.add(k, _F["eliminated_count"], g.count)
     for g in e.by_source:

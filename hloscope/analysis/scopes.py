@@ -43,12 +43,25 @@ class ScopeTree:
     root: ScopeNode
 
 
+def parent_scope(trimmed: str) -> str:
+    """A trimmed op_name without its op: ``attention/softmax/exp`` → ``attention/softmax``."""
+    head, sep, _ = trimmed.rpartition("/")
+    return head if sep else TOP_LEVEL
+
+
+def first_op(op_name: str) -> str:
+    """XLA joins the op_names of ops it merged with ';': the first stands for them."""
+    return op_name.split(";", 1)[0]
+
+
+def scope_of(op_name: str) -> str:
+    """``jit(step)/transpose(jvp(layer_3))/attention/dot_general`` →
+    ``transpose(jvp(layer_3))/attention``: the scope an op ran in, not the op."""
+    return parent_scope(trim_scope(first_op(op_name))) if op_name else NO_OP_NAME
+
+
 def _path(op_name: str) -> list[str]:
-    if not op_name:
-        return [NO_OP_NAME]
-    trimmed = trim_scope(op_name.split(";", 1)[0])
-    parts = [p for p in trimmed.split("/") if p][:-1]
-    return parts or [TOP_LEVEL]
+    return scope_of(op_name).split("/")
 
 
 def scope_tree(module: Module, depth: Optional[int] = None) -> ScopeTree:

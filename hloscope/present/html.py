@@ -264,7 +264,7 @@ def _compare_side(t: "TargetComparison", label: str, key: str,
 def _compare_target(t: "TargetComparison", key: str,
                     graphs: Mapping[tuple[str, str], "FusionGraph"], top: int,
                     draw_timeline: bool) -> dict[str, Any]:
-    from hloscope.analysis.compare import NO_OP_NAME, TOP_LEVEL
+    from hloscope.analysis.scopes import NO_OP_NAME, TOP_LEVEL
     from hloscope.present.format import (COMPARE_GROUP_HELP, compare_group_rows,
                                          compare_total_rows, human_bytes)
     totals = compare_total_rows(t)
