@@ -58,7 +58,7 @@ def main() -> None:
     from hloscope.analysis import helper
     from hloscope.frontends.loader import Entry
     from hloscope.frontends.targets import get_target
-    from hloscope.pipeline import Program, _lower_here, diff_programs
+    from hloscope.workflow.pipeline import Program, _lower_here, diff_programs
     from hloscope.present.json import render
     from hloscope.present.terminal import render_diff
 

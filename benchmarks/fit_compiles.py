@@ -19,7 +19,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from hloscope.fit import fit, parse_budget  # noqa: E402
+from hloscope.analysis.fit import parse_budget  # noqa: E402
+from hloscope.workflow.fit import fit  # noqa: E402
 
 
 def main() -> int:

@@ -9,8 +9,9 @@ from hloscope.hlo.ir import Computation, FusionKind, Instruction, Module
 from hloscope.hlo.parser import HloParseError, parse, parse_file
 from hloscope.hlo.printer import print_module
 from hloscope.hlo.shape import Shape, parse_shape
+from hloscope.present.notebook import register_if_interactive as _register_notebook_view
+from hloscope.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["Computation", "FusionKind", "HloParseError", "Instruction", "Module", "Shape",
            "diff", "diff_files", "parse", "parse_file", "parse_shape", "print_module",
            "__version__"]
@@ -20,6 +21,16 @@ def __getattr__(name: str) -> object:
     # diff() and diff_files() pull in the analyses; load them on first use so that a plain
     # `import hloscope` stays light.
     if name in ("diff", "diff_files"):
-        from hloscope import pipeline
+        from hloscope.workflow import pipeline
         return getattr(pipeline, name)
     raise AttributeError(f"module 'hloscope' has no attribute '{name}'")
+
+
+def load_ipython_extension(shell: object) -> None:
+    """``%load_ext hloscope``: show Reports as their HTML table (present.notebook)."""
+    from hloscope.present.notebook import register
+    register(shell)
+
+
+# In Jupyter or ipython, show Reports as their table (present.notebook).
+_register_notebook_view()

@@ -17,7 +17,7 @@ from hloscope.hlo.parser import HloParseError, parse
 
 if TYPE_CHECKING:
     from hloscope.analysis.diff import Measured, Report, TargetReport
-    from hloscope.pipeline import Modules
+    from hloscope.workflow.pipeline import Modules
 
 
 def fail(message: str) -> NoReturn:
@@ -78,7 +78,7 @@ VERIFY = True
 def main(no_verify: bool) -> None:
     """hloscope: see what XLA fusion does to your model's memory."""
     global VERIFY
-    from hloscope import pipeline
+    from hloscope.workflow import pipeline
     VERIFY = pipeline.VERIFY = not no_verify
 
 
@@ -450,7 +450,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
     files (PRE POST), an --xla_dump_to directory, or a directory written by --save."""
     import os
 
-    from hloscope import pipeline
+    from hloscope.workflow import pipeline
     from hloscope.frontends.jax import CompileError, MissingCompilerError
     from hloscope.frontends.loader import ModelFileError
     from hloscope.present.progress import Progress
@@ -566,13 +566,14 @@ def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str
     """The largest value of one size (batch, seq, ...) whose program fits a memory budget:
     parameters + outputs - alias + packed temporaries, as compiled (fused), with fusion undone
     (unfused) and op by op (eager). Each value is one deviceless compile, cached."""
-    from hloscope import fit as fitting
+    from hloscope.analysis.fit import BudgetError, parse_budget
     from hloscope.frontends.jax import CompileError, MissingCompilerError
     from hloscope.frontends.loader import ModelFileError
     from hloscope.present.progress import Progress
+    from hloscope.workflow import fit as fitting
     try:
-        budget = fitting.parse_budget(budget_text)
-    except fitting.BudgetError as e:
+        budget = parse_budget(budget_text)
+    except BudgetError as e:
         fail(str(e))
     if hi is not None and hi < lo:
         fail(f"--max {hi} is below --min {lo}")
@@ -585,7 +586,7 @@ def fit(path: str, vary: str, budget_text: str, target: str, entry: Optional[str
             result = fitting.fit(path, vary, budget, chosen[0], entry, sizes, dtype, lo, hi,
                                  on_stage=progress.stage, devices=devices, split=split,
                                  donate=donate, mesh=mesh)
-    except (ModelFileError, CompileError, MissingCompilerError) as e:
+    except (ModelFileError, CompileError, MissingCompilerError, BudgetError) as e:
         fail(str(e))
     except HloParseError as e:
         fail_parse(e)
@@ -620,10 +621,10 @@ def sweep(path: str, varies: tuple[str, ...], target: str, entry: Optional[str],
           quiet: bool) -> None:
     """Bytes of the program (parameters + outputs - alias + packed temp) fused, unfused and
     eager at each combination of sizes: how each grows with batch or sequence length."""
-    from hloscope import fit as fitting
     from hloscope.frontends.jax import CompileError, MissingCompilerError
     from hloscope.frontends.loader import ModelFileError, parse_size
     from hloscope.present.progress import Progress
+    from hloscope.workflow import fit as fitting
     chosen, _skipped = _targets(target)
     vary: dict[str, list[object]] = {}
     try:
@@ -756,7 +757,7 @@ def compare(paths: tuple[str, ...], a_text: str, b_text: str, a_xla_flags: str,
     that group the same ops differently. PATHS: A and B (each a model file, a directory
     `diff --save` wrote, an --xla_dump_to directory or an optimized HLO file), or one model
     file compared under two sets of options (--a, --b, --a-xla-flags, --b-xla-flags)."""
-    from hloscope import pipeline
+    from hloscope.workflow import pipeline
     from hloscope.analysis.compare import compare as compare_sides, growth
     from hloscope.frontends.jax import CompileError, MissingCompilerError
     from hloscope.frontends.loader import ModelFileError
@@ -838,7 +839,7 @@ def compare(paths: tuple[str, ...], a_text: str, b_text: str, a_xla_flags: str,
 
 def _pictures(rep: "Report", modules: "Modules", html_path: Optional[str],
               svg_dir: Optional[str], quiet: bool) -> None:
-    from hloscope import pipeline
+    from hloscope.workflow import pipeline
     graphs = pipeline.report_graphs(modules)
     if svg_dir:
         try:
@@ -870,7 +871,7 @@ def _pictures(rep: "Report", modules: "Modules", html_path: Optional[str],
 def report(directory: str, output: str, top: int) -> None:
     """The HTML report of a directory that `hloscope diff --save` wrote (or an --xla_dump_to
     directory), without JAX: one self-contained page per run, one tab per target."""
-    from hloscope import pipeline
+    from hloscope.workflow import pipeline
     try:
         saved = pipeline.saved_programs(directory)
         if saved is not None:
@@ -909,7 +910,7 @@ def check(directory: str, module_name: Optional[str], backend: Optional[str],
     value, where the run kept it; else against memory_analysis(): temp, alias, total) or an
     --xla_dump_to directory (each module against XLA's buffer assignment, value by value).
     Exits 1 where the model departs from XLA by more than the tolerance."""
-    from hloscope import pipeline
+    from hloscope.workflow import pipeline
     from hloscope.analysis.agreement import Agreement, agreement
     from hloscope.present.terminal import render_check
     from hloscope.xla.dump import dump_modules, read_buffer_assignment

@@ -215,7 +215,7 @@ def padded_example(path: str) -> Any:
 
 def report_of(pre: str, post: str, backend: Optional[str] = None) -> Any:
     """hloscope's report of two checked-in HLO files, as JSON data."""
-    from hloscope import pipeline
+    from hloscope.workflow import pipeline
     from hloscope.present.json import render
     rep = pipeline.diff_files(os.path.join(ROOT, pre), os.path.join(ROOT, post),
                               backend=backend)
@@ -362,7 +362,7 @@ def total_of(xla: dict[str, int]) -> int:
 
 def budget(name: str) -> int:
     """A device's memory budget in bytes, as `hloscope fit --budget NAME` reads it."""
-    from hloscope.fit import parse_budget
+    from hloscope.analysis.fit import parse_budget
     return parse_budget(name)
 
 
@@ -477,7 +477,7 @@ def readme_cell(fit: dict[str, Any], batch: int, size: str, seq: int) -> dict[st
 def sweep_picture(run: Run, name: str, alt: str) -> str:
     """The plot of a sweep command's figures (``hloscope sweep --svg`` draws the same), as
     docs/walkthroughs/pictures/NAME.svg, and the Markdown that shows it."""
-    from hloscope.fit import SweepResult, SweepRow
+    from hloscope.analysis.fit import SweepResult, SweepRow
     from hloscope.present.plot import matplotlib_missing, sweep_svg
     line = f"![{alt}](pictures/{name}.svg)"
     if matplotlib_missing():

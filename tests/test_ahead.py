@@ -10,7 +10,7 @@ import json
 import pytest
 
 from conftest import fixture_path, needs_jax
-from hloscope import pipeline
+from hloscope.workflow import pipeline
 from hloscope.hlo.parser import HloParseError
 from hloscope.present.json import render
 

@@ -80,7 +80,7 @@ def _saved_run(where, xla: dict) -> str:
     and the XLA figures given."""
     import json
     import shutil
-    from hloscope.pipeline import SAVED_TARGET
+    from hloscope.workflow.pipeline import SAVED_TARGET
     d = where / "cpu"
     d.mkdir(parents=True)
     for part in ("pre", "post"):

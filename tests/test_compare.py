@@ -18,7 +18,7 @@ from test_report import _open, browser  # noqa: F401  (the browser fixture, shar
 from hloscope.analysis.compare import Figures, TargetComparison, compare, dims, growth
 from hloscope.analysis.scopes import NO_OP_NAME, scope_of
 from hloscope.cli import run
-from hloscope.pipeline import SideSpec, side_measures
+from hloscope.workflow.pipeline import SideSpec, side_measures
 
 META = 'metadata={{op_name="jit(f)/layer/{op}" source_file="/src/m.py" source_line={line}}}'
 EXP, NEG = META.format(op="exp", line=3), META.format(op="broadcast_in_dim", line=4)

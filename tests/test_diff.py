@@ -26,7 +26,7 @@ def error_of(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     assert run(["diff", *args, "-q"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert "hloscope/cli.py" not in err and "hloscope/pipeline.py" not in err
+    assert "hloscope/cli.py" not in err and "hloscope/workflow/pipeline.py" not in err
     return err
 
 
@@ -386,7 +386,8 @@ def test_library_diff_and_notebook_table() -> None:
     assert t.memory.fused.temp_packed_bytes == t.memory.xla["temp_size_in_bytes"]
     # Unfused, tanh and multiply and exp are each a [256,512] f32 buffer (512 KiB).
     assert t.eliminated.count >= 2 and t.eliminated.bytes >= 2 * 256 * 512 * 4
-    html = r._repr_html_()
+    from hloscope.present.notebook import report_html
+    html = report_html(r)
     assert html.startswith("<table>") and "XLA without fusion" in html and "fused" in html
 
 
@@ -396,6 +397,26 @@ def test_library_diff_files() -> None:
                             fixture_path("cpu", "softmax.post.hlo"))
     (t,) = r.targets
     assert t.post.fusions > 0 and t.memory.eager is not None
+
+
+def test_notebook_shows_a_report_as_its_table() -> None:
+    """The analysis does not import its presenter: IPython finds the table by the Report's
+    type name, registered by `%load_ext hloscope` (or on import inside a running shell)."""
+    pytest.importorskip("IPython", reason="the notebook view needs IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    import hloscope
+    shell = InteractiveShell.instance()
+    try:
+        hloscope.load_ipython_extension(shell)
+        r = hloscope.diff_files(fixture_path("cpu", "softmax.pre.hlo"),
+                                fixture_path("cpu", "softmax.post.hlo"))
+        shown, _ = shell.display_formatter.format(r)
+        assert shown["text/html"].startswith("<table>")
+        assert "<td>fused</td>" in shown["text/html"] and "softmax.post.hlo" in shown["text/html"]
+        assert not hasattr(r, "_repr_html_")
+    finally:
+        InteractiveShell.clear_instance()
 
 
 def test_size_values_are_typed() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import needs_jax
 from hloscope.cli import run
-from hloscope.fit import DEVICE_BUDGETS, BudgetError, Point, parse_budget, search
+from hloscope.analysis.fit import DEVICE_BUDGETS, BudgetError, Point, parse_budget, search
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -14,7 +14,7 @@ import hloscope
 import hloscope.analysis.memory as memory
 import hloscope.hlo.parser as parser
 import hloscope.hlo.verify as verify
-import hloscope.pipeline as pipeline
+import hloscope.workflow.pipeline as pipeline
 import hloscope.present.json as json_out
 
 from conftest import FIXTURES

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import fixture_path
-from hloscope import pipeline
+from hloscope.workflow import pipeline
 from hloscope.analysis import helper
 from hloscope.analysis.memory import unfused_part
 from hloscope.hlo.parser import parse

@@ -14,7 +14,7 @@ from html import unescape
 import pytest
 
 from conftest import fixture_path, needs_browser, needs_dot, needs_matplotlib
-from hloscope import pipeline
+from hloscope.workflow import pipeline
 from hloscope.analysis.liveness import Timeline, analyze, timeline_of
 from hloscope.analysis.memory import memory_report
 from hloscope.cli import run
@@ -373,3 +373,28 @@ def test_the_two_per_fusion_counts_are_labelled_where_they_appear(one_target_htm
     from markupsafe import escape
     assert f'title="{escape(INTERMEDIATES_HELP)}">intermediates</th>' in one_target_html
     assert f'title="{escape(ELIMINATED_HELP)} (the table opens' in one_target_html
+
+
+def test_long_names_are_clipped_in_the_middle_and_counted() -> None:
+    from hloscope.present.format import NAME_LIMIT, clip, few
+    assert clip("adam/Mul_51") == "adam/Mul_51"
+    long = "gradient_tape/encoder_layer_1/multi_head_attention_1/attention_output_1/MatMul/MatMul"
+    cut = clip(long)
+    assert len(cut) == NAME_LIMIT and "…" in cut
+    assert long.startswith(cut.split("…")[0]) and long.endswith(cut.split("…")[1])
+    assert clip("a/Reshape;a/MatMul/Reshape") == "a/Reshape (merged)"
+    assert few(["a", "b", "c", "d"]) == "a, b +2" and few(["a"]) == "a"
+
+
+def test_fusion_table_scope_cells_stay_short_on_tensorflow_names() -> None:
+    """TensorFlow's op names run to hundreds of characters (merged 'a;b' names of nested
+    scopes): each cell of the scopes column stays within two clipped names and a count."""
+    from hloscope.present.format import NAME_LIMIT
+    path = fixture_path("cpu", "bert_layer_tf_train_step.post.hlo")
+    from click.testing import CliRunner
+
+    from hloscope.cli import main
+    out = CliRunner().invoke(main, ["fusions", path, "--top", "0"]).output
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("fusion "))
+    start, end = header.index("scopes"), header.index("source")
+    assert end - start <= 2 * NAME_LIMIT + len(", ") + len(" +99") + 2

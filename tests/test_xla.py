@@ -138,7 +138,7 @@ def test_not_a_proto_is_a_clear_error() -> None:
 def _saved_donated_step(tmp_path: Any) -> Any:
     """A directory as `diff --save` writes the cpu target of the donated BERT layer step:
     its texts, XLA's figures and XLA's own assignment (the proto and the module proto)."""
-    from hloscope.pipeline import SAVED_TARGET
+    from hloscope.workflow.pipeline import SAVED_TARGET
     base = fixture_path("cpu", "bert_layer_train_step_donated")
     d = tmp_path / "cpu"
     d.mkdir()

@@ -220,10 +220,6 @@ class Report:
     targets: tuple[TargetReport, ...]
     skipped: dict[str, str] = field(default_factory=dict)  # target → why it was not run
 
-    def _repr_html_(self) -> str:
-        from hloscope.present.html import render_report_table
-        return render_report_table(self)
-
     def target(self, name: str) -> TargetReport:
         return next(t for t in self.targets if t.target == name)
 

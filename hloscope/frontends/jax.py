@@ -288,7 +288,6 @@ def lower(fn: Callable[..., Any], args: tuple[Any, ...], target: str | Target = 
             import numpy as np
             from jax.sharding import Mesh
 
-            from hloscope.frontends.parallel import MESH_AXIS, shardings
             assert batch_axes is not None
             sharding = shardings(Mesh(np.array(found), (MESH_AXIS,)), specs, batch_axes)
         nums = donate_argnums(donate, len(args)) if donate is not None else ()
@@ -446,3 +445,18 @@ def memory_stats(compiled: Any) -> dict[str, int]:
             "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes")
     return {k: int(getattr(stats, k)) for k in keys if hasattr(stats, k)}
 
+
+MESH_AXIS = "data"  # the one axis of --devices N's mesh
+
+
+def shardings(mesh: Any, specs: Any, axes: Sequence[Optional[int]]) -> Any:
+    """``jax.jit`` in_shardings for ``specs``: each leaf split along its axis or replicated."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+    leaves, tree = jax.tree.flatten(specs)
+    if len(leaves) != len(axes):
+        raise ValueError(f"{len(axes)} batch axes for {len(leaves)} arguments")
+    out = [NamedSharding(mesh, PartitionSpec(*([None] * ax), MESH_AXIS)  # type: ignore
+                         if ax is not None else PartitionSpec())  # type: ignore
+           for ax in axes]
+    return jax.tree.unflatten(tree, out)

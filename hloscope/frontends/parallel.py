@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
+from hloscope.frontends.entry import lower_entry
 from hloscope.frontends.jax import CompileError, Lowered, MissingCompilerError
 from hloscope.frontends.loader import ModelFile, ModelFileError
 from hloscope.frontends.targets import Target
 
-MESH_AXIS = "data"
 
 # Devices per chip as JAX counts them: v2 and v3 show each of a chip's two TensorCores as a
 # device; v4 and v5p join theirs into one megacore device; v5e and v6e have one per chip.
@@ -165,7 +165,6 @@ def lower_data_parallel(model: ModelFile, entry: str, sizes: dict[str, Any], tar
                         ) -> tuple[Lowered, Parallel]:
     """One device's program of ``entry`` split ``devices`` ways over ``size``."""
     from hloscope.frontends import jax as jax_frontend
-    from hloscope.frontends.worker import lower_entry
     axes = batch_axes(model, entry, sizes, size)
     value = sizes.get(size, next(s.default for s in model.sizes if s.name == size))
     if value % devices:
@@ -195,16 +194,3 @@ def lower_data_parallel(model: ModelFile, entry: str, sizes: dict[str, Any], tar
 def out_of_memory(message: str) -> bool:
     """XLA:TPU refuses a program that does not fit its HBM (RESOURCE_EXHAUSTED)."""
     return "RESOURCE_EXHAUSTED" in message or "Ran out of memory" in message
-
-
-def shardings(mesh: Any, specs: Any, axes: Sequence[Optional[int]]) -> Any:
-    """``jax.jit`` in_shardings for ``specs``: each leaf split along its axis or replicated."""
-    import jax
-    from jax.sharding import NamedSharding, PartitionSpec
-    leaves, tree = jax.tree.flatten(specs)
-    if len(leaves) != len(axes):
-        raise ValueError(f"{len(axes)} batch axes for {len(leaves)} arguments")
-    out = [NamedSharding(mesh, PartitionSpec(*([None] * ax), MESH_AXIS)  # type: ignore
-                         if ax is not None else PartitionSpec())  # type: ignore
-           for ax in axes]
-    return jax.tree.unflatten(tree, out)

@@ -16,42 +16,15 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import asdict
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
+from hloscope.frontends.entry import lower_entry
 from hloscope.frontends.jax import CompileError, EntryError, Lowered, MissingCompilerError
-from hloscope.frontends.loader import Entry, ModelFileError, load_model_file, user_traceback
+from hloscope.frontends.loader import ModelFileError, load_model_file, user_traceback
 from hloscope.frontends.targets import Target
 
 _ERRORS: dict[str, type[Exception]] = {"model": ModelFileError, "compile": CompileError,
                                        "missing": MissingCompilerError}
-
-
-def lower_entry(entry: Entry, target: Target, path: str, dtype: Optional[str] = None,
-                xla_unfused: bool = True,
-                on_text: Optional[Callable[[str, str], None]] = None,
-                donate: Optional[str] = None) -> Lowered:
-    """Lower one loaded entry in this process. An exception raised while tracing the user's
-    function becomes a ModelFileError carrying the user's own traceback. ``on_text``: see
-    frontends.jax.lower."""
-    try:
-        if entry.framework == "tf":
-            from hloscope.frontends import tf as tf_frontend
-            if donate is not None:
-                raise ModelFileError(f"{path}: entry '{entry.name}' is a TensorFlow function; "
-                                     "--donate is for JAX entries (TensorFlow updates its "
-                                     "variables in place by itself)")
-            return tf_frontend.lower(entry.fn, entry.args, target, dtype,
-                                     xla_unfused=xla_unfused, on_text=on_text)
-        from hloscope.frontends import jax as jax_frontend
-        return jax_frontend.lower(entry.fn, entry.args, target, dtype=dtype,
-                                  xla_unfused=xla_unfused, on_text=on_text, donate=donate)
-    except (ModelFileError, CompileError, MissingCompilerError):
-        raise
-    except EntryError as e:
-        raise ModelFileError(f"{path}: entry '{entry.name}': {e}") from None
-    except Exception as e:
-        raise ModelFileError(user_traceback(e, path, f"tracing entry '{entry.name}' raised")) \
-            from None
 
 
 def worker_environment(target: Target, devices: int = 1, xla_flags: str = "") -> dict[str, str]:

@@ -9,6 +9,26 @@ if TYPE_CHECKING:
     from hloscope.analysis.diff import Report, TargetReport
 
 
+NAME_LIMIT = 64  # characters of one op name or scope in a table cell
+
+
+def clip(name: str, limit: int = NAME_LIMIT) -> str:
+    """A name cut to ``limit`` characters in its middle (``gradient_tape/enc…/MatMul``): its
+    start says where, its end what. XLA's merged names (``a;b``: an op that stands for
+    several) show their first."""
+    name = name.split(";", 1)[0] + (" (merged)" if ";" in name else "")
+    if len(name) <= limit:
+        return name
+    head = (limit - 1) // 3
+    return name[:head] + "…" + name[len(name) - (limit - 1 - head):]
+
+
+def few(names: "Sequence[str]", limit: int = 2) -> str:
+    """The first ``limit`` names, each clipped, and how many more there are: ``a, b +3``."""
+    shown = ", ".join(clip(n) for n in names[:limit])
+    return shown + (f" +{len(names) - limit}" if len(names) > limit else "")
+
+
 def human_bytes(n: int) -> str:
     """1536 → '1.50 KiB'; exact bytes below 1 KiB."""
     if n < 1024:

@@ -1,7 +1,7 @@
-"""HTML presentation: the summary table a notebook shows for a Report
-(``Report._repr_html_``), and the offline report page (``render_html``), a Jinja2 template in
-``templates/`` with its styles and script inline, the timeline and the fusion graph as inline
-SVG. Nothing on the page loads from the network.
+"""HTML presentation: the summary table a notebook shows for a Report (registered
+with IPython by ``present.notebook``), and the offline report page (``render_html``), a Jinja2
+template in ``templates/`` with its styles and script inline, the timeline and the fusion graph
+as inline SVG. Nothing on the page loads from the network.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 from markupsafe import Markup
 
 from hloscope.present.format import (ELIMINATED_HELP, INTERMEDIATES_HELP, MEMORY_HELP,
-                                     human_bytes, xla_total)
+                                     clip, few, human_bytes, xla_total)
 
 if TYPE_CHECKING:
     from hloscope.analysis.compare import CompareReport, TargetComparison
@@ -141,8 +141,7 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
         "intermediate_bytes": f.intermediate_bytes,
         "eliminated": f"{f.eliminated_count} / {human_bytes(f.eliminated_bytes)}",
         "eliminated_bytes": f.eliminated_bytes,
-        "scopes": ", ".join(f.scopes[:2])
-        + (f" +{len(f.scopes) - 2}" if len(f.scopes) > 2 else ""),
+        "scopes": few(f.scopes),
         "scope_text": " ".join(f.scopes), "sources": _sources(f.source_lines),
         "node": element.get(f.name, ""),
     } for f in biggest_first]
@@ -171,7 +170,8 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
         "live": [{"name": v.name + (str(list(v.index)) if v.index else ""), "cls": v.cls,
                   "cls_help": MEMORY_HELP.get(v.cls, ""),
                   "shape": v.shape, "bytes": human_bytes(v.bytes),
-                  "op_name": trim_scope(v.op_name), "source": v.source.rsplit("/", 1)[-1]}
+                  "op_name": clip(trim_scope(v.op_name)),
+                  "source": v.source.rsplit("/", 1)[-1]}
                  for v in t.live_at_peak[:top]],
         "parts": parts,
         "xla_peak": None if t.agreement is None or t.agreement.peak is None else {
@@ -180,7 +180,8 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
             "size": human_bytes(t.agreement.peak.allocation_bytes),
             "live": [{"name": v.name + (str(list(v.index)) if v.index else ""),
                       "shape": v.shape, "bytes": human_bytes(v.size), "offset": f"{v.offset:,}",
-                      "op_name": trim_scope(v.op_name)} for v in t.agreement.peak.live[:top]]},
+                      "op_name": clip(trim_scope(v.op_name))}
+                     for v in t.agreement.peak.live[:top]]},
         "fusions": fusions, "scope_example": example,
         "fusion_help": {"intermediates": INTERMEDIATES_HELP, "eliminated": ELIMINATED_HELP},
         "graph_svg": Markup(graph_svg), "graph_dot": graph_dot,
@@ -201,7 +202,7 @@ def render_html(r: "Report", graphs: Optional[Mapping[str, "FusionGraph"]] = Non
     its picture (built with ``id_prefix=target_key(target) + '-'``)."""
     import jinja2
 
-    from hloscope import __version__
+    from hloscope.version import __version__
     from hloscope.present.format import comparison_rows
     env = jinja2.Environment(loader=jinja2.PackageLoader("hloscope.present", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -238,8 +239,7 @@ def _compare_side(t: "TargetComparison", label: str, key: str,
         "intermediate_bytes": r.intermediate_bytes,
         "other": ", ".join(f"{c.fusion} ({c.kind}) {c.ops}" if c.fusion else f"unfused {c.ops}"
                            for c in r.other),
-        "scopes": ", ".join(r.scopes[:2]) + (f" +{len(r.scopes) - 2}" if len(r.scopes) > 2
-                                             else ""),
+        "scopes": few(r.scopes),
         "scope_text": " ".join(r.scopes + r.source_lines), "node": element.get(r.fusion, ""),
     } for r in rows]
     view: dict[str, Any] = {"label": label, "other": other, "key": key, "fusions": fusions,
@@ -329,7 +329,7 @@ def render_compare_html(r: "CompareReport",
     ``id_prefix=target_key(target) + '-a-'`` (or ``-b-``)."""
     import jinja2
 
-    from hloscope import __version__
+    from hloscope.version import __version__
     env = jinja2.Environment(loader=jinja2.PackageLoader("hloscope.present", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined)

@@ -16,7 +16,7 @@ from hloscope.present.format import human_bytes
 
 if TYPE_CHECKING:
     from hloscope.analysis.liveness import LiveValue, Timeline
-    from hloscope.fit import SweepResult
+    from hloscope.analysis.fit import SweepResult
 
 # Okabe & Ito colours, as the fusion graphs use them.
 CURVE_COLOURS = {"fused": "#0072B2", "unfused": "#D55E00", "eager": "#CC79A7"}

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from hloscope.analysis.agreement import Comparison, Sharing
     from hloscope.analysis.compare import CompareReport, GroupRow, Growth, TargetComparison
     from hloscope.analysis.scopes import ScopeNode, ScopeTree
-    from hloscope.fit import FitResult, SweepResult
-from hloscope.present.format import (INTERMEDIATES_HELP, MEMORY_HELP, comparison_rows,
+    from hloscope.analysis.fit import FitResult, SweepResult
+from hloscope.present.format import (INTERMEDIATES_HELP, MEMORY_HELP, clip, comparison_rows, few,
                                      human_bytes, memory_rows, ratio_text, table)
 
 
@@ -77,12 +77,6 @@ def _short_source(src: str) -> str:
     return src.rsplit("/", 1)[-1]
 
 
-def _few(names: Sequence[str], limit: int = 2) -> str:
-    """The first ``limit`` names and how many more there are: ``a, b +3``."""
-    shown = ", ".join(names[:limit])
-    return shown + (f" +{len(names) - limit}" if len(names) > limit else "")
-
-
 def render_fusions(r: FusionReport, clusters: Sequence[FusionCluster],
                    largest_fused: int = 10) -> str:
     """One row per fusion (in the order given), totals, and the pre → post map if present."""
@@ -94,7 +88,7 @@ def render_fusions(r: FusionReport, clusters: Sequence[FusionCluster],
         rows.append((c.name + (f" (in {c.parent})" if c.parent else ""), kind, c.hero_opcode,
                      str(c.op_count), human_bytes(c.input_bytes), human_bytes(c.output_bytes),
                      f"{c.intermediate_count} / {human_bytes(c.intermediate_bytes)}",
-                     _few(c.scopes), _short_source(c.source)))
+                     few(c.scopes), _short_source(c.source)))
     lines += table(rows)
     if len(clusters) < len(r.clusters):
         lines.append(f"  ... {len(r.clusters) - len(clusters)} more fusions (--top 0 for all)")
@@ -119,7 +113,7 @@ def render_fusions(r: FusionReport, clusters: Sequence[FusionCluster],
             lines.append("largest pre-optimization values fused away (and the fusions whose "
                          "metadata names their op: the candidates, the first two by name):")
             lines += table([(op.name, op.opcode, op.shape, human_bytes(op.logical_bytes),
-                             op.scope, _few(op.fusions)) for op in big])
+                             clip(op.scope), few(op.fusions)) for op in big])
     return "\n".join(lines) + "\n"
 
 
@@ -176,7 +170,7 @@ def render_memory(r: MemoryReport, top: int = 10, by: str = "scope") -> str:
     live = r.fused.live_at_peak
     lines += ["", f"live at the fused peak (step {r.fused.peak_step}), largest first:"]
     lines += table([(v.name + (str(list(v.index)) if v.index else ""), v.cls, v.shape,
-                     human_bytes(v.bytes), trim_scope(v.op_name), _short_source(v.source))
+                     human_bytes(v.bytes), clip(trim_scope(v.op_name)), _short_source(v.source))
                     for v in live[:top]])
     if len(live) > top:
         lines.append(f"  ... {len(live) - top} more (--top N)")
@@ -329,14 +323,14 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
         lines += table(heading
                        + [(f.name, f.kind + (f"/{f.backend_kind}" if f.backend_kind else ""),
                            f"{f.eliminated_count} / {human_bytes(f.eliminated_bytes)}",
-                           _few(f.scopes), ", ".join(_short_source(s)
+                           few(f.scopes), ", ".join(_short_source(s)
                                                         for s in f.source_lines[:2]))
                           for f in t.top_fusions[:top]])
     if t.live_at_peak:
         lines += ["", f"largest buffers live at the fused peak (step {t.memory.fused.peak_step}"
                   f", {t.memory.fused.peak_instruction}):"]
         lines += table([(v.name + (str(list(v.index)) if v.index else ""), v.cls, v.shape,
-                         human_bytes(v.bytes), trim_scope(v.op_name), _short_source(v.source))
+                         human_bytes(v.bytes), clip(trim_scope(v.op_name)), _short_source(v.source))
                         for v in t.live_at_peak[:top]])
         if len(t.live_at_peak) > top:
             lines.append(f"  ... {len(t.live_at_peak) - top} more (--top N)")
@@ -378,7 +372,7 @@ def render_diff(r: Report, top: int = 10) -> str:
 
 def render_fit(r: "FitResult", budget_text: str = "") -> str:
     """The largest value that fits, per way of running, with the bytes at it and one above."""
-    from hloscope.fit import WAYS
+    from hloscope.analysis.fit import WAYS
     sizes = f"  ({_sizes(r.sizes)})" if r.sizes else ""
     name = f" ({budget_text})" if budget_text and not budget_text[0].isdigit() else ""
     per = f" per device, data parallel over {r.devices}" if r.devices > 1 else ""
@@ -567,7 +561,7 @@ def render_compare_target(t: "TargetComparison", top: int = 10) -> list[str]:
             more = f" +{len(r.other) - 3}" if len(r.other) > 3 else ""
             lines.append(f"  {side} {r.fusion} ({r.kind}, {r.ops} ops, "
                          f"{human_bytes(r.intermediate_bytes)} intermediates"
-                         f"{', ' + _few(r.scopes, 1) if r.scopes else ''}) -> in {other}: "
+                         f"{', ' + few(r.scopes, 1) if r.scopes else ''}) -> in {other}: "
                          f"{where}{more}")
         if len(fusions) > top:
             lines.append(f"  ... {len(fusions) - top} more of {side}'s")

@@ -208,7 +208,7 @@ def _lower_here(entry: Any, target: Any, model: str, dtype: Optional[str],
                 xla_unfused: bool, fusions: bool = True,
                 donate: Optional[str] = None) -> Program:
     """Lower an entry in this process, reading its texts while XLA compiles (Ahead)."""
-    from hloscope.frontends.worker import lower_entry
+    from hloscope.frontends.entry import lower_entry
     ahead = Ahead(*_sources(model, target.name), target.backend, fusions,
                   helped=not xla_unfused)
     try:
