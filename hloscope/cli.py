@@ -274,23 +274,40 @@ def _write_text(path: str, text: str) -> None:
 @click.option("--before-after", is_flag=True,
               help="Draw the pre-optimization ops (of --scope) beside the fused result, each "
                    "linked to the fusion or buffer it became. Needs --pre.")
+@click.option("--by-scope", is_flag=True,
+              help="Draw the program by framework scope instead: one node per scope (its "
+                   "instructions, fusions and bytes written), edges the bytes that flow "
+                   "between them. `diff --html` and `report` draw every level, clickable.")
+@click.option("--open", "open_path", metavar="SCOPE",
+              help="With --by-scope: draw the level inside this scope (a path as `hloscope "
+                   "scopes FILE` lists it, e.g. 'jvp(layer_0)'); default: the whole program.")
 def graph(file: str, output: Optional[str], computation: Optional[str],
           collapse: Optional[bool], scope: Optional[str], around: Optional[str], depth: int,
-          max_nodes: Optional[int], pre_file: Optional[str], before_after: bool) -> None:
+          max_nodes: Optional[int], pre_file: Optional[str], before_after: bool,
+          by_scope: bool, open_path: Optional[str]) -> None:
     """The fusion graph of an optimized module: each fusion a cluster of its ops, filled by
     kind; solid edges are buffers in device memory (labelled with their bytes), dashed edges
-    the intermediates fusion keeps out of it."""
+    the intermediates fusion keeps out of it. --by-scope: the program by framework scope,
+    one level at a time."""
     from hloscope.analysis.fusion_graph import (DEFAULT_MAX_NODES, GraphSelectionError,
                                                 fusion_graph)
     from hloscope.present import dot
     if before_after and not pre_file:
         fail("--before-after needs --pre PRE.hlo, the module before optimization")
+    if open_path is not None and not by_scope:
+        fail("--open names a scope to draw with --by-scope")
+    if by_scope and (before_after or around or computation or scope):
+        fail("--by-scope draws the entry computation by scope; --before-after, --around, "
+             "--computation and --scope draw the fusion graph instead")
     if output:
         ext = os.path.splitext(output)[1].lower()
         if ext not in dot.FORMATS:
             fail(f"{output}: unknown picture format {ext or '(none)'}; use one of "
                  + ", ".join(sorted(dot.FORMATS)))
     post = load_module(file)
+    if by_scope:
+        _graph_by_scope(post, open_path, output)
+        return
     pre = load_module(pre_file) if pre_file and before_after else None
     pre_post = None
     if pre is not None:
@@ -314,6 +331,37 @@ def graph(file: str, output: Optional[str], computation: Optional[str],
         fail(f"cannot write {output}: {e.strerror or e}")
     click.echo(f"wrote {output} ({len(g.nodes):,} nodes, {len(g.clusters):,} clusters, "
                f"{len(g.edges):,} edges)", err=True)
+
+
+def _graph_by_scope(post: Module, open_path: Optional[str], output: Optional[str]) -> None:
+    import difflib
+
+    from hloscope.analysis.scope_graph import scope_graph
+    from hloscope.present import dot
+    sg = scope_graph(post)
+    paths = [lv.path for lv in sg.levels]
+    if (open_path or "") not in paths:
+        close = difflib.get_close_matches(open_path or "", [p for p in paths if p], n=3,
+                                          cutoff=0.4)
+        fail(f"--open {open_path!r}: no scope of {post.name} has that path"
+             + (f"; closest: {', '.join(close)}" if close else "")
+             + " (`hloscope scopes FILE` lists them)")
+    index = paths.index(open_path or "")
+    level = sg.levels[index]
+    for note in level.notes:
+        click.echo(f"hloscope: {note}", err=True)
+    try:
+        written = dot.write_level(sg, index, output)
+    except dot.DotMissingError as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"cannot write {output}: {e.strerror or e}")
+    if output is None:
+        click.echo(written, nl=not written.endswith("\n"))
+        return
+    groups = sum(1 for n in level.nodes if n.kind == "group")
+    click.echo(f"wrote {output} ({groups:,} scopes and {len(level.nodes) - groups:,} ops of "
+               f"{level.path or 'the whole program'})", err=True)
 
 
 def _donate(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
@@ -457,6 +505,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
 
     programs: list[pipeline.Program] = []
     modules: Optional[pipeline.Modules] = {} if (html_path or svg_dir) else None
+    measures: Optional[dict[str, "Measured"]] = {} if html_path else None
     skipped: dict[str, str] = {}
     sizes: dict[str, object] = {}
     entry_name, model = "", " ".join(paths)
@@ -500,7 +549,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
             else:
                 fail("expected one model file or directory, or two HLO files (PRE POST)")
             rep = pipeline.diff_programs(programs, model, entry_name, sizes, dtype, skipped,
-                                         top, progress.stage, modules)
+                                         top, progress.stage, modules, measures)
     except (ModelFileError, CompileError, MissingCompilerError,
             pipeline.DirectoryError) as e:
         fail(str(e))
@@ -512,7 +561,7 @@ def diff(paths: tuple[str, ...], target_spec: str, entry: Optional[str], sets: t
         if not quiet:
             click.echo(f"saved {len(written)} files under {save_dir}", err=True)
     if modules is not None:
-        _pictures(rep, modules, html_path, svg_dir, quiet)
+        _pictures(rep, modules, html_path, svg_dir, quiet, measures)
     if as_json:
         from hloscope.present.json import render
         click.echo(render(rep), nl=False)
@@ -838,7 +887,8 @@ def compare(paths: tuple[str, ...], a_text: str, b_text: str, a_xla_flags: str,
 
 
 def _pictures(rep: "Report", modules: "Modules", html_path: Optional[str],
-              svg_dir: Optional[str], quiet: bool) -> None:
+              svg_dir: Optional[str], quiet: bool,
+              measures: Optional[dict[str, "Measured"]] = None) -> None:
     from hloscope.workflow import pipeline
     graphs = pipeline.report_graphs(modules)
     if svg_dir:
@@ -857,7 +907,9 @@ def _pictures(rep: "Report", modules: "Modules", html_path: Optional[str],
         missing = matplotlib_missing()
         if missing:
             click.echo(f"hloscope: {missing}; the report has no timeline", err=True)
-        _write_text(html_path, render_html(rep, graphs, timeline=missing is None))
+        scopes = pipeline.scope_graphs(rep, modules, measures)
+        _write_text(html_path, render_html(rep, graphs, timeline=missing is None,
+                                           scopes=scopes))
         if not quiet:
             click.echo(f"wrote {html_path}", err=True)
 
@@ -883,13 +935,14 @@ def report(directory: str, output: str, top: int) -> None:
             programs = [pipeline.dump_program(directory)]
             model, entry, sizes, dtype = directory, "", {}, None
         modules: pipeline.Modules = {}
+        measures: dict[str, Measured] = {}
         rep = pipeline.diff_programs(programs, model, entry, sizes, dtype, top=top,
-                                     modules=modules)
+                                     modules=modules, measures=measures)
     except pipeline.DirectoryError as e:
         fail(str(e))
     except HloParseError as e:
         fail_parse(e)
-    _pictures(rep, modules, output, None, False)
+    _pictures(rep, modules, output, None, False, measures)
 
 
 @main.command()

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import graphviz
 
     from hloscope.analysis.fusion_graph import FusionGraph, GraphCluster, GraphNode
+    from hloscope.analysis.scope_graph import LevelNode, ScopeGraph
 
 # Okabe & Ito (2008), "Color Universal Design": the base colour per fusion kind, and the
 # tint (60% towards white) that fills its cluster.
@@ -237,6 +238,123 @@ def write(fg: "FusionGraph", path: str) -> str:
         with open(dot_path, "w") as f:
             f.write(dot_source(fg))
         raise DotMissingError(dot_path) from None
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+# --- the program by scope (analysis.scope_graph): one picture per level ----------------------
+
+def _group_lines(n: "LevelNode") -> list[str]:
+    f = n.figures
+    lines = [_short(n.label, 40),
+             f"{n.instructions:,} ops · {f.fusions:,} fusions · writes {human_bytes(n.bytes)}"]
+    held = [f"peak {human_bytes(f.peak_bytes)}" if f.peak_bytes else "",
+            f"in outputs {human_bytes(f.peak_elsewhere_bytes)}" if f.peak_elsewhere_bytes
+            else "",
+            f"saved {human_bytes(f.saved_bytes)}" if f.saved_bytes else ""]
+    if any(held):
+        lines.append(" · ".join(x for x in held if x))
+    if f.eliminated_count:
+        lines.append(f"fusion eliminated {f.eliminated_count:,} "
+                     f"({human_bytes(f.eliminated_bytes)})")
+    return lines
+
+
+def _level_node_attrs(n: "LevelNode", opens: Optional[int], prefix: str) -> dict[str, str]:
+    attrs = {"id": prefix + n.id}
+    if n.kind == "group":
+        lines = _group_lines(n)
+        attrs.update(shape="box", style="rounded,filled,bold", fillcolor="#FFF6D5",
+                     color="#8C6D00", label="\n".join(lines),
+                     tooltip="\n".join([n.path] + lines[1:] + (
+                         ["click to open"] if opens is not None else [])))
+        if opens is not None:
+            attrs["class"] = f"opens opens-{opens}"
+    elif n.kind == "more":
+        attrs.update(shape="note", style="dashed", color="#888888", fontcolor="#555555",
+                     label=f"{n.label}\nwrite {human_bytes(n.bytes)}",
+                     tooltip=", ".join(n.hidden[:20]) + (" …" if len(n.hidden) > 20 else ""))
+    else:
+        tip = [f"{n.label} = {n.opcode}", f"writes {_bytes(n.bytes)}", n.op_name, n.source]
+        label = [n.label, human_bytes(n.bytes)]
+        if n.kind == "fusion":
+            base, tint = kind_colour(n.fusion_kind)
+            attrs.update(shape="box", style="rounded,filled", fillcolor=tint, color=base)
+        else:
+            attrs.update(shape="box", style="rounded,filled", fillcolor="#FFFFFF")
+        attrs.update(label="\n".join(label), tooltip="\n".join(x for x in tip if x))
+    return attrs
+
+
+def scope_level_dot(sg: "ScopeGraph", index: int, prefix: str = "") -> "graphviz.Digraph":
+    """The DOT graph of one level of a ScopeGraph; ids carry ``prefix``."""
+    import graphviz
+    level = sg.levels[index]
+    opens = {lv.path: lv.index for lv in sg.levels}
+    title = f"{sg.module} — {level.path or 'the whole program'}, by scope"
+    g = graphviz.Digraph(name=f"level_{index}", graph_attr={
+        "rankdir": "TB", "fontname": FONT, "label": title, "labelloc": "t", "tooltip": title,
+        "nodesep": "0.3", "ranksep": "0.45", "id": prefix + "graph"},
+        node_attr={"fontname": FONT, "fontsize": "10", "margin": "0.1,0.05", "height": "0.3"},
+        edge_attr={"fontname": FONT, "fontsize": "9", "arrowsize": "0.6"})
+    for n in level.nodes:
+        g.node(prefix + n.id, **_level_node_attrs(n, opens.get(n.path) if n.path else None,
+                                                   prefix))
+    largest = max((e.bytes for e in level.edges), default=0)
+    for k, e in enumerate(level.edges):
+        g.edge(prefix + e.src, prefix + e.dst, id=f"{prefix}edge-{k}",
+               label=human_bytes(e.bytes), penwidth=penwidth(e.bytes, largest),
+               tooltip=f"{e.values} value{'s' if e.values != 1 else ''} in device memory: "
+                       f"{_bytes(e.bytes)}")
+    return g
+
+
+def render_levels(sg: "ScopeGraph", prefix: str = "") -> list[str]:
+    """Every level's SVG, laid out by one run of `dot` (it lays out each graph of its input in
+    turn); level i's ids carry ``{prefix}l{i}-``. Raises graphviz.ExecutableNotFound when `dot`
+    is missing."""
+    import subprocess
+
+    import graphviz
+    if not dot_available():
+        raise graphviz.ExecutableNotFound(["dot"])
+    source = "\n".join(str(scope_level_dot(sg, i, f"{prefix}l{i}-").source)
+                       for i in range(len(sg.levels)))
+    out = subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True,
+                         check=True).stdout.decode("utf-8")
+    parts = out.split("<?xml")[1:]
+    if len(parts) != len(sg.levels):
+        raise RuntimeError(f"dot wrote {len(parts)} pictures for {len(sg.levels)} levels")
+    return [p[p.index("<svg"):] for p in parts]
+
+
+def write_level(sg: "ScopeGraph", index: int, path: Optional[str]) -> str:
+    """One level of a ScopeGraph as DOT source (``path`` None: returned, not written) or a
+    picture whose format the extension picks; without `dot` the source is written beside it
+    and DotMissingError says how to install it."""
+    import graphviz
+    g = scope_level_dot(sg, index)
+    source = str(g.source)
+    if path is None:
+        return source
+    fmt = FORMATS.get(os.path.splitext(path)[1].lower())
+    if fmt is None:
+        raise ValueError(f"{path}: unknown picture format; use one of "
+                         + ", ".join(sorted(FORMATS)))
+    if fmt == "dot":
+        with open(path, "w") as f:
+            f.write(source)
+        return path
+    try:
+        data = g.pipe(format=fmt) if dot_available() else None
+    except graphviz.ExecutableNotFound:
+        data = None
+    if data is None:
+        dot_path = os.path.splitext(path)[0] + ".dot"
+        with open(dot_path, "w") as f:
+            f.write(source)
+        raise DotMissingError(dot_path)
     with open(path, "wb") as f:
         f.write(data)
     return path

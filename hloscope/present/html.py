@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from hloscope.analysis.compare import CompareReport, TargetComparison
     from hloscope.analysis.diff import Report, TargetReport
     from hloscope.analysis.fusion_graph import FusionGraph
+    from hloscope.analysis.scope_graph import ScopeGraph
 
 
 def _cell(n: Optional[int]) -> str:
@@ -98,8 +99,43 @@ def _fusion_element(g: "FusionGraph") -> dict[str, str]:
     return out
 
 
+def _scope_view(sg: Optional["ScopeGraph"], key: str) -> dict[str, Any]:
+    """The program by scope, one picture per level (laid out by one run of `dot`), and the
+    search index: every instruction's name, scope and source line with the level and node
+    that show it (a fused op: its fusion's). Names, scopes and sources are listed once and
+    referred to by number, which keeps the index small on a 24-layer step."""
+    if sg is None:
+        return {"levels": [], "index": Markup(""), "missing": "", "example": ""}
+    import json
+
+    from hloscope.present.dot import dot_available, render_levels
+    if not dot_available():
+        return {"levels": [], "index": Markup(""), "example": "",
+                "missing": "the Graphviz `dot` program is not installed, so the program by "
+                           "scope is not drawn; install it (apt-get install graphviz)"}
+    svgs = render_levels(sg, f"{key}-scope-")
+    strings: dict[str, int] = {}
+
+    def ref(text: str) -> int:
+        return strings.setdefault(text, len(strings))
+
+    entries = [[p.name, ref(p.scope), ref(p.source), p.level, ref(p.node)]
+               for p in sg.placements]
+    levels = [[lv.path, lv.parent if lv.parent is not None else -1] for lv in sg.levels]
+    blob = json.dumps({"strings": list(strings), "entries": entries, "levels": levels},
+                      separators=(",", ":")).replace("</", "<\\/")
+    biggest = max((n for n in sg.levels[0].nodes if n.kind == "group"),
+                  key=lambda n: n.bytes, default=None)
+    return {"levels": [{"index": lv.index, "path": lv.path or "the whole program",
+                        "parent": -1 if lv.parent is None else lv.parent,
+                        "notes": list(lv.notes), "svg": Markup(svgs[lv.index])}
+                       for lv in sg.levels],
+            "index": Markup(blob), "missing": "",
+            "example": biggest.label if biggest is not None else ""}
+
+
 def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], top: int,
-                 draw_timeline: bool) -> dict[str, Any]:
+                 draw_timeline: bool, sg: Optional["ScopeGraph"] = None) -> dict[str, Any]:
     from hloscope.analysis.fusion import trim_scope
     from hloscope.present.format import memory_rows
     rows = memory_rows(t)
@@ -131,6 +167,8 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
     elif not t.timelines:
         timeline_missing = "no timeline in this report (it was saved by an older hloscope)"
     element = _fusion_element(graph) if graph is not None else {}
+    placed = {p.name: {"level": p.level, "node": p.node}
+              for p in (sg.placements if sg is not None else ())}
     biggest_first = sorted(t.fusions, key=lambda f: -f.eliminated_bytes)
     fusions = [{
         "name": f.name, "kind": f.kind + (f"/{f.backend_kind}" if f.backend_kind else ""),
@@ -168,7 +206,7 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
         "timeline_svg": Markup(timeline_svg), "timeline_missing": timeline_missing,
         "peak_step": m.fused.peak_step, "peak_instruction": m.fused.peak_instruction,
         "live": [{"name": v.name + (str(list(v.index)) if v.index else ""), "cls": v.cls,
-                  "cls_help": MEMORY_HELP.get(v.cls, ""),
+                  "cls_help": MEMORY_HELP.get(v.cls, ""), "at": placed.get(v.name),
                   "shape": v.shape, "bytes": human_bytes(v.bytes),
                   "op_name": clip(trim_scope(v.op_name)),
                   "source": v.source.rsplit("/", 1)[-1]}
@@ -186,6 +224,7 @@ def _target_view(t: "TargetReport", key: str, graph: Optional["FusionGraph"], to
         "fusion_help": {"intermediates": INTERMEDIATES_HELP, "eliminated": ELIMINATED_HELP},
         "graph_svg": Markup(graph_svg), "graph_dot": graph_dot,
         "graph_missing": graph_missing, "graph_notes": graph_notes, "graph_caption": caption,
+        "scopes": _scope_view(sg, key),
     }
 
 
@@ -195,11 +234,13 @@ def target_key(target: str) -> str:
 
 
 def render_html(r: "Report", graphs: Optional[Mapping[str, "FusionGraph"]] = None,
-                top: int = 15, timeline: bool = True) -> str:
+                top: int = 15, timeline: bool = True,
+                scopes: Optional[Mapping[str, "ScopeGraph"]] = None) -> str:
     """One self-contained HTML page: per target the summary table, the memory timeline, the
     live-at-peak table, the fusion table and the fusion graph, linked to each other; a
     comparison table and a tab per target when there are several. ``graphs`` maps a target to
-    its picture (built with ``id_prefix=target_key(target) + '-'``)."""
+    its picture (built with ``id_prefix=target_key(target) + '-'``); ``scopes`` maps a target
+    to its program by scope (analysis.scope_graph)."""
     import jinja2
 
     from hloscope.version import __version__
@@ -208,8 +249,9 @@ def render_html(r: "Report", graphs: Optional[Mapping[str, "FusionGraph"]] = Non
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined)
     graphs = graphs or {}
-    targets = [_target_view(t, target_key(t.target), graphs.get(t.target), top, timeline)
-               for t in r.targets]
+    scopes = scopes or {}
+    targets = [_target_view(t, target_key(t.target), graphs.get(t.target), top, timeline,
+                            scopes.get(t.target)) for t in r.targets]
     cmp_rows = comparison_rows(r)
     subtitle = " · ".join(x for x in (
         f"entry {r.entry}" if r.entry else "",

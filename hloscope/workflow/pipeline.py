@@ -438,6 +438,23 @@ def report_graphs(modules: Modules, max_nodes: Optional[int] = None) -> dict[str
             for target, (_pre, post) in modules.items()}
 
 
+def scope_graphs(rep: Report, modules: Modules, measures: Optional[dict[str, Measured]] = None
+                 ) -> dict[str, Any]:
+    """Each target's program by scope (analysis.scope_graph), its groups annotated with the
+    figures ``hloscope compare`` groups by scope (bytes live at the fused peak, saved
+    activations, fusions, eliminated intermediates) where the target's measures are given."""
+    from hloscope.analysis.compare import side_groups
+    from hloscope.analysis.scope_graph import scope_graph
+    out = {}
+    for t in rep.targets:
+        if t.target not in modules:
+            continue
+        m = (measures or {}).get(t.target)
+        figures = side_groups(t, m)[0] if m is not None else None
+        out[t.target] = scope_graph(modules[t.target][1], figures)
+    return out
+
+
 def compare_graphs(result: Any, sides: Sequence[dict[str, tuple[TargetReport, Measured]]],
                    max_nodes: Optional[int] = None) -> dict[tuple[str, str], Any]:
     """The fusion graph of each side's optimized entry for each compared target (an

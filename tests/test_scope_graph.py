@@ -1,0 +1,195 @@
+"""The program by scope (analysis.scope_graph, `graph --by-scope`, the HTML report's levels):
+a hand-made module whose every node, edge and byte is worked out, the real BERT stack's
+levels held against its scope tree and its report, and the view in Chromium."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import fixture_path, needs_browser, needs_dot
+from hloscope.analysis.scope_graph import FUSION, GROUP, MORE, OP, scope_graph
+from hloscope.analysis.scopes import scope_tree
+from hloscope.cli import main
+from hloscope.hlo.parser import parse, parse_file
+from test_report import _open, browser  # noqa: F401  (the browser fixture, shared)
+
+HAND = """HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}
+
+%fused (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %e = f32[4]{0} exponential(%p), metadata={op_name="jit(f)/layer_0/attn/exp" source_file="m.py" source_line=3}
+}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %a = f32[4]{0} negate(%x), metadata={op_name="jit(f)/layer_0/attn/neg" source_file="m.py" source_line=2}
+  %f = f32[4]{0} fusion(%a), kind=kLoop, calls=%fused, metadata={op_name="jit(f)/layer_0/attn/exp" source_file="m.py" source_line=3}
+  %b = f32[4]{0} bitcast(%f)
+  %c = f32[4]{0} add(%b, %a), metadata={op_name="jit(f)/layer_0/mlp/add" source_file="m.py" source_line=5}
+  ROOT %d = f32[4]{0} multiply(%c, %c), metadata={op_name="jit(f)/mul" source_file="m.py" source_line=7}
+}
+"""
+STACK = fixture_path("cpu", "bert_stack2_train_step_donated.post.hlo")
+
+
+def _edges(level):
+    names = {n.id: n.path or n.label for n in level.nodes}
+    return {(names[e.src], names[e.dst]): (e.bytes, e.values) for e in level.edges}
+
+
+def test_every_level_of_a_hand_made_module() -> None:
+    sg = scope_graph(parse(HAND))
+    assert [lv.path for lv in sg.levels] == ["", "(top level)", "layer_0", "layer_0/attn",
+                                             "layer_0/mlp"]
+    root = sg.level("")
+    assert [(n.kind, n.path, n.instructions, n.bytes) for n in root.nodes] == [
+        (GROUP, "layer_0", 3, 48), (GROUP, "(top level)", 1, 16)]
+    # c feeds d twice: one value, 16 bytes
+    assert _edges(root) == {("layer_0", "(top level)"): (16, 1)}
+    layer = sg.level("layer_0")
+    assert layer.parent == 0
+    # through the bitcast to the fusion, and a itself: two values of 16 bytes
+    assert _edges(layer) == {("layer_0/attn", "layer_0/mlp"): (32, 2)}
+    attn = sg.level("layer_0/attn")
+    assert [(n.kind, n.label, n.fusion_kind, n.source) for n in attn.nodes] == [
+        (OP, "a", "", "m.py:2"), (FUSION, "f", "kLoop", "m.py:3")]
+    assert _edges(attn) == {("a", "f"): (16, 1)}
+    # a fused op is found where its fusion is drawn
+    e = sg.placement("e")
+    assert e is not None and (e.level, e.node, e.scope, e.source) == (
+        attn.index, "i-f", "layer_0/attn", "m.py:3")
+    assert sg.placement("b") is None and sg.placement("x") is None  # plumbing is not drawn
+
+
+def test_a_crowded_level_keeps_the_ops_that_write_most_and_says_so() -> None:
+    sg = scope_graph(parse_file(STACK), max_ops=5)
+    top = sg.level("(top level)")
+    more = [n for n in top.nodes if n.kind == MORE]
+    assert len(more) == 1 and len([n for n in top.nodes if n.kind != MORE]) == 5
+    assert top.notes and f"{len(more[0].hidden)} of the" in top.notes[0]
+    hidden = more[0].hidden[0]
+    p = sg.placement(hidden)
+    assert p is not None and (p.level, p.node) == (top.index, "more")
+    kept = min(n.bytes for n in top.nodes if n.kind != MORE)
+    module = parse_file(STACK)
+    assert all(module.entry.instruction(h).shape.total_logical_bytes <= kept
+               for h in more[0].hidden)
+
+
+def test_the_stack_levels_agree_with_its_scope_tree() -> None:
+    module = parse_file(STACK)
+    sg = scope_graph(module)
+    tree = scope_tree(module)
+    top_paths = {c.path for c in tree.root.children}
+    root_groups = {n.path for n in sg.level("").nodes if n.kind == GROUP}
+    # every drawn group is a scope of the tree (which also counts fused ops' own scopes)
+    assert root_groups <= top_paths and {"jvp(layer_0)", "transpose(jvp(layer_1))"} <= \
+        root_groups
+    # a group's count is the drawn instructions of its level and below
+    for lv in sg.levels:
+        for n in lv.nodes:
+            if n.kind == GROUP:
+                inner = sg.level(n.path)
+                direct = sum(1 for m in inner.nodes if m.kind in (OP, FUSION)) + \
+                    sum(len(m.hidden) for m in inner.nodes if m.kind == MORE)
+                below = sum(m.instructions for m in inner.nodes if m.kind == GROUP)
+                assert n.instructions == direct + below, n.path
+    drawn = [i for i in module.entry.instructions if i.opcode not in
+             ("parameter", "constant", "get-tuple-element", "tuple", "bitcast")]
+    assert sum(n.instructions for n in sg.level("").nodes) == len(drawn)
+
+
+def test_groups_carry_the_reports_figures_by_scope() -> None:
+    from hloscope.workflow import pipeline
+    programs, _ = pipeline.saved_programs(fixture_path("compare", "cpu", "remat", "b"))
+    modules: pipeline.Modules = {}
+    measures: dict = {}
+    rep = pipeline.diff_programs(programs, "m", modules=modules, measures=measures)
+    (t,) = rep.targets
+    sg = pipeline.scope_graphs(rep, modules, measures)[t.target]
+    root = sg.level("")
+    temp_live = sum(v.bytes for v in t.live_at_peak if v.cls == "temp")
+    assert sum(n.figures.peak_bytes for n in root.nodes) == temp_live > 0
+    assert sum(n.figures.fusions for n in root.nodes) == t.post.fusions
+    saved = t.saved.bytes if t.saved is not None else 0
+    assert sum(n.figures.saved_bytes for n in root.nodes) == saved > 0
+
+
+def test_graph_by_scope_command(tmp_path) -> None:
+    r = CliRunner().invoke(main, ["graph", STACK, "--by-scope"])
+    assert r.exit_code == 0 and r.output.startswith("digraph level_0")
+    assert "\tg0 [" in r.output and "jvp(layer_0)" in r.output
+    r = CliRunner().invoke(main, ["graph", STACK, "--by-scope", "--open", "jvp(layer_1)",
+                                  "-o", str(tmp_path / "l.dot")])
+    assert r.exit_code == 0 and "of jvp(layer_1)" in r.output
+    assert "jvp(layer_1), by scope" in (tmp_path / "l.dot").read_text()
+    r = CliRunner().invoke(main, ["graph", STACK, "--by-scope", "--open", "jvp(layer1)"])
+    assert r.exit_code == 2 and "closest: jvp(layer_1)" in r.output
+    r = CliRunner().invoke(main, ["graph", STACK, "--open", "jvp(layer_1)"])
+    assert r.exit_code == 2 and "--by-scope" in r.output
+
+
+@needs_dot
+def test_graph_by_scope_svg(tmp_path) -> None:
+    out = tmp_path / "s.svg"
+    r = CliRunner().invoke(main, ["graph", STACK, "--by-scope", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    svg = out.read_text()
+    assert "<svg" in svg and "opens" in svg
+
+
+# --- in Chromium ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def stack_report() -> str:
+    """The report page of the two-layer BERT step, its program by scope drawn (the flat
+    fusion graph left out to keep the test quick)."""
+    from hloscope.present.html import render_html
+    from hloscope.workflow import pipeline
+    programs, _ = pipeline.saved_programs(fixture_path("compare", "cpu", "remat", "b"))
+    modules: pipeline.Modules = {}
+    measures: dict = {}
+    rep = pipeline.diff_programs(programs, "stack", modules=modules, measures=measures)
+    return render_html(rep, {}, timeline=False,
+                       scopes=pipeline.scope_graphs(rep, modules, measures))
+
+
+@needs_browser
+@needs_dot
+def test_scope_view_opens_searches_and_closes_in_chromium(browser, stack_report,  # noqa: F811
+                                                           tmp_path) -> None:
+    page, problems = _open(browser, stack_report, tmp_path)
+    view = "#scopes-cpu"
+    visible = f"{view} .scope-level:not([hidden])"
+
+    def open_level() -> str:
+        return page.get_attribute(visible, "data-path") or ""
+
+    assert open_level() == "the whole program"
+    assert page.inner_text(f"{view} nav.crumbs") == "whole program"
+    group = page.locator(f"{visible} g.node.opens").filter(
+        has=page.locator("text", has_text=re.compile(r"^jvp\(layer_1\)$")))
+    assert "peak" in (group.text_content() or "")
+    group.dispatch_event("click")
+    assert open_level() == "jvp(layer_1)"
+    assert page.inner_text(f"{view} nav.crumbs") == "whole program › jvp(layer_1)"
+    # collapse: the path's first name
+    page.click(f"{view} nav.crumbs a")
+    assert open_level() == "the whole program"
+    # search a source line: the first hit opens its level and marks its node
+    page.fill(f"{view} input.scope-search", "bert_layer.py:7")
+    hits = page.locator(f"{view} .scope-results li")
+    assert hits.count() > 3 and "bert_layer.py:7" in hits.first.inner_text()
+    hits.first.click()
+    assert open_level() != "the whole program"
+    assert page.locator(f"{visible} g.found").count() == 1
+    # the live-at-peak table's link opens the level that shows the buffer
+    link = page.locator("a.to-scope").first
+    level = link.get_attribute("data-level")
+    link.click()
+    assert page.get_attribute(visible, "data-level") == level
+    assert page.locator(f"{visible} g.found").count() == 1
+    assert problems == []
