@@ -13,23 +13,35 @@ CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cac
                      "hloscope", "bert_large_24_train_step_donated.cpu.post.hlo")
 
 
+PRE_CACHE = CACHE.replace(".post.hlo", ".pre.hlo")
+
+
 def bert_large_text() -> str:
     """The text, from the cache or (about a minute, needs JAX) by lowering it now."""
-    if os.path.exists(CACHE):
-        with open(CACHE) as f:
-            return f.read()
+    if not os.path.exists(CACHE):
+        bert_large_texts()
+    with open(CACHE) as f:
+        return f.read()
+
+
+def bert_large_texts() -> tuple[str, str]:
+    """The step's text before and after optimization (cached beside each other)."""
+    if os.path.exists(CACHE) and os.path.exists(PRE_CACHE):
+        with open(PRE_CACHE) as f, open(CACHE) as g:
+            return f.read(), g.read()
     sys.path.insert(0, ROOT)
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     import bert_layer
 
     from hloscope.frontends.jax import lower
     fn, args = bert_layer.stacked_train_step("large", layers=24, seq=512)
-    text = lower(fn, args, "cpu").post
+    lowered = lower(fn, args, "cpu", xla_unfused=False)
     os.makedirs(os.path.dirname(CACHE), exist_ok=True)
-    with open(CACHE + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(CACHE + ".tmp", CACHE)
-    return text
+    for path, text in ((PRE_CACHE, lowered.pre), (CACHE, lowered.post)):
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    return lowered.pre, lowered.post
 
 
 if __name__ == "__main__":

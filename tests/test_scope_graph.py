@@ -193,3 +193,40 @@ def test_scope_view_opens_searches_and_closes_in_chromium(browser, stack_report,
     assert page.get_attribute(visible, "data-level") == level
     assert page.locator(f"{visible} g.found").count() == 1
     assert problems == []
+
+
+def test_a_dense_level_places_its_byte_labels_after_the_layout() -> None:
+    """dot lays out an edge's label as a node of its own: on a 24-layer step's top level
+    (262 edges) that was 29 s of 30; a dense level's labels are xlabels instead."""
+    from hloscope.analysis.scope_graph import LevelEdge, LevelNode, ScopeGraph, ScopeLevel
+    from hloscope.present.dot import DENSE_EDGES, scope_level_dot
+    nodes = tuple(LevelNode(f"i-{k}", f"op{k}", OP, bytes=4) for k in range(12))
+    few = tuple(LevelEdge(f"i-{k}", f"i-{k + 1}", 4, 1) for k in range(11))
+    many = tuple(LevelEdge(f"i-{a}", f"i-{b}", 4, 1) for a in range(12) for b in range(12)
+                 if a < b)
+    assert len(few) <= DENSE_EDGES < len(many)
+    for edges, key in ((few, " [label="), (many, " xlabel=")):
+        sg = ScopeGraph("m", "main", (ScopeLevel(0, "", None, nodes, edges),))
+        lines = [x for x in str(scope_level_dot(sg, 0).source).splitlines() if " -> " in x]
+        assert len(lines) == len(edges) and all(key in x for x in lines)
+
+
+def test_hubs_of_a_crowded_level_are_summed_not_drawn() -> None:
+    """A node linked to most others (XLA's weight copies, the optimizer's update of every
+    layer) would cross the whole picture with its edges: they are summed in its label."""
+    from hloscope.analysis.scope_graph import LevelEdge, LevelNode, ScopeGraph, ScopeLevel
+    from hloscope.present.dot import HUB_LEVEL, hub_nodes, scope_level_dot
+    layers = [LevelNode(f"g{k}", f"layer_{k}", GROUP, f"layer_{k}", bytes=8)
+              for k in range(HUB_LEVEL + 2)]
+    hub = LevelNode("g99", "(top level)", GROUP, "(top level)", bytes=8)
+    chain = [LevelEdge(f"g{k}", f"g{k + 1}", 100, 1) for k in range(len(layers) - 1)]
+    spokes = [LevelEdge(n.id, "g99", 10, 1) for n in layers]
+    level = ScopeLevel(0, "", None, tuple(layers + [hub]), tuple(chain + spokes))
+    assert hub_nodes(level) == {"g99"}
+    source = str(scope_level_dot(ScopeGraph("m", "main", (level,)), 0).source)
+    edges = [x for x in source.splitlines() if " -> " in x]
+    assert len(edges) == len(chain) and not any("g99" in x for x in edges)
+    assert f"reads 140 B from {len(layers)} · feeds 0 B to 0" in source
+    # a small level draws every edge
+    small = ScopeLevel(0, "", None, tuple(layers[:3] + [hub]), tuple(chain[:2] + spokes[:3]))
+    assert hub_nodes(small) == set()

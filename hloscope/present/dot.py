@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import graphviz
 
     from hloscope.analysis.fusion_graph import FusionGraph, GraphCluster, GraphNode
-    from hloscope.analysis.scope_graph import LevelNode, ScopeGraph
+    from hloscope.analysis.scope_graph import LevelNode, ScopeGraph, ScopeLevel
 
 # Okabe & Ito (2008), "Color Universal Design": the base colour per fusion kind, and the
 # tint (60% towards white) that fills its cluster.
@@ -287,6 +287,32 @@ def _level_node_attrs(n: "LevelNode", opens: Optional[int], prefix: str) -> dict
     return attrs
 
 
+DENSE_EDGES = 60  # above this many edges a level's byte labels are placed after the layout
+HUB_LEVEL = 12  # on a level of more nodes than this, ...
+HUB_SHARE = 0.4  # ... a node linked to more than this share of the others is a hub
+
+
+def hub_nodes(level: "ScopeLevel") -> set[str]:
+    """The nodes of a crowded level that feed or read most others (XLA's copies of the
+    weights, the optimizer's update of every layer): drawn, every edge of theirs would cross
+    the picture, so their edges are summed in their label instead."""
+    if len(level.nodes) <= HUB_LEVEL:
+        return set()
+    linked: dict[str, set[str]] = {}
+    for e in level.edges:
+        linked.setdefault(e.src, set()).add(e.dst)
+        linked.setdefault(e.dst, set()).add(e.src)
+    return {n for n, others in linked.items()
+            if len(others) > HUB_SHARE * (len(level.nodes) - 1)}
+
+
+def _hub_summary(level: "ScopeLevel", node: str) -> str:
+    ins = [e for e in level.edges if e.dst == node]
+    outs = [e for e in level.edges if e.src == node]
+    return (f"reads {human_bytes(sum(e.bytes for e in ins))} from {len(ins)} · "
+            f"feeds {human_bytes(sum(e.bytes for e in outs))} to {len(outs)}")
+
+
 def scope_level_dot(sg: "ScopeGraph", index: int, prefix: str = "") -> "graphviz.Digraph":
     """The DOT graph of one level of a ScopeGraph; ids carry ``prefix``."""
     import graphviz
@@ -298,13 +324,24 @@ def scope_level_dot(sg: "ScopeGraph", index: int, prefix: str = "") -> "graphviz
         "nodesep": "0.3", "ranksep": "0.45", "id": prefix + "graph"},
         node_attr={"fontname": FONT, "fontsize": "10", "margin": "0.1,0.05", "height": "0.3"},
         edge_attr={"fontname": FONT, "fontsize": "9", "arrowsize": "0.6"})
+    hubs = hub_nodes(level)
     for n in level.nodes:
-        g.node(prefix + n.id, **_level_node_attrs(n, opens.get(n.path) if n.path else None,
-                                                   prefix))
-    largest = max((e.bytes for e in level.edges), default=0)
-    for k, e in enumerate(level.edges):
+        attrs = _level_node_attrs(n, opens.get(n.path) if n.path else None, prefix)
+        if n.id in hubs:
+            summary = _hub_summary(level, n.id)
+            attrs["label"] += "\n" + summary
+            attrs["tooltip"] += "\n" + summary + " (not drawn: it feeds or reads most nodes here)"
+            attrs["style"] += ",dashed"
+        g.node(prefix + n.id, **attrs)
+    drawn = [e for e in level.edges if e.src not in hubs and e.dst not in hubs]
+    largest = max((e.bytes for e in drawn), default=0)
+    # A label takes part in dot's layout (a node of its own on the edge): on a dense level,
+    # such as a 24-layer step's top one (262 edges), that is 29 s of 30. An xlabel is placed
+    # after the layout (1 s there).
+    key = "label" if len(drawn) <= DENSE_EDGES else "xlabel"
+    for k, e in enumerate(drawn):
         g.edge(prefix + e.src, prefix + e.dst, id=f"{prefix}edge-{k}",
-               label=human_bytes(e.bytes), penwidth=penwidth(e.bytes, largest),
+               penwidth=penwidth(e.bytes, largest), **{key: human_bytes(e.bytes)},
                tooltip=f"{e.values} value{'s' if e.values != 1 else ''} in device memory: "
                        f"{_bytes(e.bytes)}")
     return g
