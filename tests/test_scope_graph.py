@@ -9,7 +9,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from conftest import fixture_path, needs_browser, needs_dot
+from conftest import ROOT, fixture_path, needs_browser, needs_dot, needs_jax
 from hloscope.analysis.scope_graph import FUSION, GROUP, MORE, OP, scope_graph
 from hloscope.analysis.scopes import scope_tree
 from hloscope.cli import main
@@ -230,3 +230,38 @@ def test_hubs_of_a_crowded_level_are_summed_not_drawn() -> None:
     # a small level draws every edge
     small = ScopeLevel(0, "", None, tuple(layers[:3] + [hub]), tuple(chain[:2] + spokes[:3]))
     assert hub_nodes(small) == set()
+
+
+@needs_jax
+@needs_browser
+@needs_dot
+@pytest.mark.slow
+def test_the_24_layer_bert_large_report_in_chromium(browser, tmp_path) -> None:  # noqa: F811
+    """The question's model: the 24-layer BERT-Large step's report opens at one node per
+    layer and direction, a layer opens and closes, a source line is found."""
+    import os
+
+    from hloscope.cli import run
+    html = tmp_path / "bert_large.html"
+    assert run(["diff", os.path.join(ROOT, "examples", "bert_stack.py"), "--set", "size=large",
+                "--set", "layers=24", "--set", "seq=512", "--no-xla-unfused", "-q",
+                "--html", str(html)]) == 0
+    page, problems = _open(browser, html.read_text(), tmp_path)
+    view = "#scopes-cpu"
+    visible = f"{view} .scope-level:not([hidden])"
+    groups = page.locator(f"{visible} g.node.opens")
+    names = [(groups.nth(k).locator("text").first.text_content() or "")
+             for k in range(groups.count())]
+    for k in (0, 11, 23):
+        assert f"jvp(layer_{k})" in names and f"transpose(jvp(layer_{k}))" in names
+    layer = groups.filter(has=page.locator("text", has_text=re.compile(r"^jvp\(layer_11\)$")))
+    layer.dispatch_event("click")
+    assert page.get_attribute(visible, "data-path") == "jvp(layer_11)"
+    assert page.locator(f"{visible} g.node").count() > 10
+    page.click(f"{view} nav.crumbs a")
+    assert page.get_attribute(visible, "data-path") == "the whole program"
+    page.fill(f"{view} input.scope-search", "bert_layer.py:6")
+    page.locator(f"{view} .scope-results li").first.click()
+    assert page.locator(f"{visible} g.found").count() == 1
+    assert problems == []
+
