@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from hloscope.analysis.compare import CompareReport, GroupRow, Growth, TargetComparison
     from hloscope.analysis.scopes import ScopeNode, ScopeTree
     from hloscope.analysis.fit import FitResult, SweepResult
-from hloscope.present.format import (INTERMEDIATES_HELP, MEMORY_HELP, clip, comparison_rows, few,
-                                     human_bytes, memory_rows, ratio_text, table)
+from hloscope.present.format import (ELIMINATED_HELP, INTERMEDIATES_HELP, MEMORY_HELP, clip,
+                                     comparison_rows, few, human_bytes, memory_rows,
+                                     ratio_text, table)
 
 
 def _bytes(logical: int, padded: int) -> str:
@@ -326,11 +327,15 @@ def render_target(t: TargetReport, top: int = 10) -> list[str]:
                            few(f.scopes), ", ".join(_short_source(s)
                                                         for s in f.source_lines[:2]))
                           for f in t.top_fusions[:top]])
+        lines.append(f"  (eliminated: {ELIMINATED_HELP}; `hloscope fusions` and `graph` count "
+                     "'intermediates' instead, the ops inside the fusion's computation as XLA "
+                     "wrote it, so the two can differ)")
     if t.live_at_peak:
         lines += ["", f"largest buffers live at the fused peak (step {t.memory.fused.peak_step}"
                   f", {t.memory.fused.peak_instruction}):"]
         lines += table([(v.name + (str(list(v.index)) if v.index else ""), v.cls, v.shape,
-                         human_bytes(v.bytes), clip(trim_scope(v.op_name)), _short_source(v.source))
+                         human_bytes(v.bytes), clip(trim_scope(v.op_name)),
+                         _short_source(v.source))
                         for v in t.live_at_peak[:top]])
         if len(t.live_at_peak) > top:
             lines.append(f"  ... {len(t.live_at_peak) - top} more (--top N)")
