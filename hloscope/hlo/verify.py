@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import sys
 from typing import Callable, Optional
 
 from hloscope.hlo.attributes import parse_int_list
@@ -317,12 +318,250 @@ def _ternary(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
         _element_types(comp, instr, ops)
 
 
+def _integral_scalars(op: str, ops: list[Shape], first: int) -> None:
+    for k, s in enumerate(ops[first:], first):
+        if s.is_array and (s.rank != 0 or not _integral(s.element_type)):
+            raise _Problem(f"{op}-indices", f"{op} operand {k} is {_text(s)}: start indices are "
+                                            "integral scalars")
+
+
+def _dynamic_slice(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    """dynamic-slice(operand, i0, ..., i[rank-1]), dynamic_slice_sizes: one integral scalar
+    start per dimension, each size within its dimension, the result of those sizes."""
+    if not ops or not ops[0].is_array:
+        return
+    op, sizes = ops[0], _ints(instr, "dynamic_slice_sizes") or ()
+    if len(ops) - 1 != op.rank:
+        raise _Problem("dynamic-slice-indices", f"dynamic-slice of {_text(op)} takes "
+                                                f"{op.rank} start indices, not {len(ops) - 1}")
+    _integral_scalars("dynamic-slice", ops, 1)
+    if len(sizes) != op.rank or any(not 0 <= n <= d for n, d in zip(sizes, op.dimensions)):
+        raise _Problem("dynamic-slice-sizes",
+                       f"dynamic_slice_sizes={{{','.join(map(str, sizes))}}} does not fit "
+                       f"{_text(op)}: one size per dimension, each at most the dimension")
+    if instr.shape.is_array and tuple(sizes) != _dims(instr.shape):
+        raise _Problem("dynamic-slice-sizes", f"dynamic-slice of sizes {list(sizes)} is "
+                                              f"{list(sizes)}, not {_text(instr.shape)}")
+
+
+def _dynamic_update_slice(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    """dynamic-update-slice(operand, update, i0, ...): the update within the operand, one
+    integral scalar start per dimension, the result the operand's shape."""
+    if len(ops) < 2 or not ops[0].is_array or not ops[1].is_array:
+        return
+    op, update = ops[0], ops[1]
+    if len(ops) - 2 != op.rank:
+        raise _Problem("dynamic-update-slice-indices",
+                       f"dynamic-update-slice of {_text(op)} takes {op.rank} start indices, "
+                       f"not {len(ops) - 2}")
+    _integral_scalars("dynamic-update-slice", ops, 2)
+    if update.rank != op.rank or any(u > d for u, d in zip(update.dimensions, op.dimensions)):
+        raise _Problem("dynamic-update-slice-shape", f"update {_text(update)} does not fit in "
+                                                     f"{_text(op)}")
+    if update.element_type != op.element_type:
+        raise _Problem("element-type", f"dynamic-update-slice of {op.element_type} with an "
+                                       f"update of {update.element_type}")
+    if instr.shape.is_array and _dims(instr.shape) != op.dimensions:
+        raise _Problem("dynamic-update-slice-shape", f"dynamic-update-slice of {_text(op)} is "
+                                                     f"not {_text(instr.shape)}")
+
+
+_PAD_ENTRY = re.compile(r"(-?\d+)_(-?\d+)(?:_(-?\d+))?")
+
+
+def _pad(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    """pad(operand, value), padding=lo_hi[_interior]x...: one entry per dimension, interior
+    not negative, a scalar padding value of the operand's type, and the result's sizes
+    lo + hi + d + (d - 1) * interior."""
+    raw = instr.attribute("padding")
+    if raw is None or len(ops) != 2 or not ops[0].is_array:
+        return
+    op, value = ops
+    entries = raw.strip().split("x") if raw.strip() else []
+    parsed = [_PAD_ENTRY.fullmatch(e.strip()) for e in entries]
+    if any(m is None for m in parsed):
+        raise _Problem("pad-config", f"padding={raw}: each dimension's entry is lo_hi or "
+                                     "lo_hi_interior, joined by 'x'")
+    config = [(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) for m in parsed if m]
+    if len(config) != op.rank:
+        raise _Problem("pad-config", f"padding={raw} has {len(config)} entries for an operand "
+                                     f"of rank {op.rank}")
+    if any(interior < 0 for _, _, interior in config):
+        raise _Problem("pad-config", f"padding={raw}: interior padding is not negative")
+    if value.is_array and (value.rank != 0 or value.element_type != op.element_type):
+        raise _Problem("pad-config", f"the padding value is {_text(value)}, not a scalar of "
+                                     f"{op.element_type}")
+    want = [lo + hi + d + max(d - 1, 0) * interior
+            for (lo, hi, interior), d in zip(config, op.dimensions)]
+    if instr.shape.is_array and tuple(want) != _dims(instr.shape):
+        raise _Problem("pad-config", f"padding {_text(op)} by {raw} gives dimensions {want}, "
+                                     f"not {list(_dims(instr.shape))}")
+
+
+def _iota(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    raw = instr.attribute("iota_dimension")
+    if raw is None or not instr.shape.is_array:
+        return
+    if not raw.strip().isdigit() or int(raw) >= instr.shape.rank:
+        raise _Problem("iota-dimension", f"iota_dimension={raw} of {_text(instr.shape)}, which "
+                                         f"has rank {instr.shape.rank}")
+
+
+_LABELS = re.compile(r"([0-9a-z]+)_([0-9a-z]+)->([0-9a-z]+)")
+
+
+def _convolution(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    """dim_labels=b01f_01io->b01f: each side names every dimension of its shape once (batch
+    and feature, input and output feature, spatial dimensions by number), and the input's
+    features are the kernel's input features times feature_group_count."""
+    raw = instr.attribute("dim_labels")
+    if raw is None or len(ops) != 2 or not all(s.is_array for s in ops) or \
+            not instr.shape.is_array:
+        return
+    m = _LABELS.fullmatch(raw.strip())
+    if m is None:
+        raise _Problem("convolution-dim-labels", f"dim_labels={raw} is not LHS_RHS->OUT")
+    lhs, rhs, out = m.groups()
+    spatial = len(lhs) - 2
+    for side, labels, letters, shape in (("input", lhs, "bf", ops[0]),
+                                         ("kernel", rhs, "io", ops[1]),
+                                         ("output", out, "bf", instr.shape)):
+        digits = sorted(c for c in labels if c.isdigit())
+        if len(labels) != shape.rank or sorted(c for c in labels if not c.isdigit()) != \
+                sorted(letters) or digits != [str(k) for k in range(spatial)] or \
+                len(set(labels)) != len(labels):
+            raise _Problem("convolution-dim-labels",
+                           f"dim_labels={raw}: the {side}'s '{labels}' does not name each of "
+                           f"{_text(shape)}'s {shape.rank} dimensions once ({letters[0]}, "
+                           f"{letters[1]} and {spatial} spatial)")
+    groups = int(instr.attribute("feature_group_count") or 1)
+    features = ops[0].dimensions[lhs.index("f")]
+    kernel_in = ops[1].dimensions[rhs.index("i")]
+    if features != kernel_in * groups:
+        raise _Problem("convolution-features",
+                       f"the input has {features} features; the kernel takes {kernel_in} per "
+                       f"group, {kernel_in * groups} in {groups} group(s)")
+
+
+_GROUP = re.compile(r"\{([\d,\s]*)\}")
+_IOTA_GROUPS = re.compile(r"\[(\d+),(\d+)\]<=\[[\d,]+\](?:T\([\d,]+\))?")
+# replica_groups over a device mesh's named axes (jax's shardings print them so):
+# mesh['data'=2,'model'=4] {'model'}: each group spans the axes named in braces.
+_MESH_GROUPS = re.compile(r"mesh\[([^\]]*)\]\s*\{([^}]*)\}")
+_MESH_AXIS = re.compile(r"'([^']+)'\s*=\s*(\d+)")
+
+
+def _mesh_group_size(raw: str) -> Optional[int]:
+    """The group size of the mesh form, or None if ``raw`` is not one; a form that names an
+    axis the mesh lacks is a problem."""
+    m = _MESH_GROUPS.fullmatch(raw.strip())
+    if m is None:
+        return None
+    axes = {name: int(n) for name, n in _MESH_AXIS.findall(m.group(1))}
+    named = re.findall(r"'([^']+)'", m.group(2))
+    missing = [a for a in named if a.split(":")[0] not in axes]
+    if not axes or missing:
+        raise _Problem("replica-groups", f"replica_groups={raw} names "
+                                         f"{', '.join(missing) or 'no axes'}: not an axis of "
+                                         "its mesh")
+    return math.prod(axes[a] for a in named if a in axes)
+
+
+def replica_groups(raw: str) -> Optional[list[list[int]]]:
+    """``{{0,1},{2,3}}`` → [[0, 1], [2, 3]]; the iota form ``[2,2]<=[4]`` and the mesh form
+    ``mesh['x'=2,'y'=2] {'y'}`` describe groups without listing them (None)."""
+    text = raw.strip()
+    if _IOTA_GROUPS.fullmatch(text) or _mesh_group_size(text) is not None:
+        return None
+    if not (text.startswith("{") and text.endswith("}")):
+        raise _Problem("replica-groups", f"replica_groups={raw} is none of {{{{0,1}},...}}, "
+                                         "[groups,size]<=[devices] and mesh[...] {...}")
+    inner = text[1:-1].strip()
+    groups = [[int(x) for x in g.split(",") if x.strip()] for g in _GROUP.findall(inner)]
+    if _GROUP.sub("", inner).replace(",", "").strip():
+        raise _Problem("replica-groups", f"replica_groups={raw}: each group is {{a,b,...}}")
+    return groups
+
+
+def _group_size(raw: str) -> Optional[int]:
+    m = _IOTA_GROUPS.fullmatch(raw.strip())
+    if m:
+        return int(m.group(2))
+    size = _mesh_group_size(raw)
+    if size is not None:
+        return size
+    groups = replica_groups(raw)
+    return len(groups[0]) if groups else None
+
+
+def _collective(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    """replica_groups well formed, no replica in two groups, groups of one size; all-gather
+    multiplies and reduce-scatter divides all_gather_dimension / dimensions by the group
+    size."""
+    raw = instr.attribute("replica_groups")
+    if raw is None:
+        return
+    groups = replica_groups(raw)
+    if groups:
+        seen: set[int] = set()
+        for g in groups:
+            for r in g:
+                if r in seen:
+                    raise _Problem("replica-groups", f"replica {r} is in two groups of "
+                                                     f"replica_groups={raw}")
+                seen.add(r)
+        if len({len(g) for g in groups}) > 1 and instr.opcode.startswith(
+                ("all-gather", "reduce-scatter", "all-to-all")):
+            raise _Problem("replica-groups", f"{instr.opcode}'s replica groups differ in size: "
+                                             f"{raw}")
+    size = _group_size(raw)
+    dims = _ints(instr, "dimensions")
+    op = instr.opcode
+    if not size or not dims or len(dims) != 1 or not ops or not ops[0].is_array:
+        return
+    d = dims[0]
+    out = instr.shape.tuple_shapes[-1] if op == "all-gather-start" and instr.shape.is_tuple \
+        else instr.shape
+    if not out.is_array or d >= ops[0].rank or d >= out.rank:
+        return
+    if op in ("all-gather", "all-gather-start") and \
+            out.dimensions[d] != ops[0].dimensions[d] * size:
+        raise _Problem("all-gather-shape", f"all-gather of {_text(ops[0])} over groups of "
+                                           f"{size} along dimension {d} gives "
+                                           f"{ops[0].dimensions[d] * size} there, not "
+                                           f"{out.dimensions[d]}")
+    if op == "reduce-scatter" and ops[0].dimensions[d] != out.dimensions[d] * size:
+        raise _Problem("reduce-scatter-shape", f"reduce-scatter of {_text(ops[0])} over groups "
+                                               f"of {size} along dimension {d} gives "
+                                               f"{ops[0].dimensions[d] // size} there, not "
+                                               f"{out.dimensions[d]}")
+
+
+# XLA's CustomCallApiVersion values; API_VERSION_UNSPECIFIED is what its printer writes for
+# a custom call built without one (seen in dumps), which its parser reads back.
+API_VERSIONS = frozenset({"API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL",
+                          "API_VERSION_STATUS_RETURNING",
+                          "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"})
+
+
+def _custom_call(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    raw = instr.attribute("api_version")
+    if raw is not None and raw.strip() not in API_VERSIONS:
+        raise _Problem("custom-call-api-version",
+                       f"api_version={raw} is not one of {', '.join(sorted(API_VERSIONS))}")
+
+
 _RULES: dict[str, Rule] = {
     **{op: _elementwise_typed for op in BINARY | UNARY},
     "select": _ternary, "clamp": _ternary,
     "broadcast": _broadcast, "reshape": _reshape, "transpose": _transpose, "dot": _dot,
     "reduce": _reduce, "slice": _slice, "concatenate": _concatenate,
     "get-tuple-element": _get_tuple_element,
+    "dynamic-slice": _dynamic_slice, "dynamic-update-slice": _dynamic_update_slice,
+    "pad": _pad, "iota": _iota, "convolution": _convolution, "custom-call": _custom_call,
+    **{op: _collective for op in ("all-reduce", "all-reduce-start", "all-gather",
+                                  "all-gather-start", "reduce-scatter", "all-to-all",
+                                  "collective-permute")},
 }
 
 
@@ -383,6 +622,28 @@ def _called(module: Module, instr: Instruction, ops: list[Shape]) -> None:
             raise _Problem("call-parameters",
                            f"{callee.name} returns {_text(callee.root.shape)}, the {instr.opcode}"
                            f" is {_text(instr.shape)}")
+    elif instr.opcode == "conditional" and instr.called_computations:
+        branches = [module.computation(c) for c in instr.called_computations if c in module]
+        if len(ops) != 1 + len(branches):
+            raise _Problem("conditional-branches",
+                           f"conditional with {len(branches)} branches takes a selector and "
+                           f"{len(branches)} branch operands, not {len(ops)} operands")
+        selector = ops[0].element_type if ops and ops[0].is_array else ""
+        if not ops or not ops[0].is_array or ops[0].rank != 0 or not (
+                selector == "pred" and len(branches) == 2 or selector == "s32"):
+            raise _Problem("conditional-branches",
+                           f"conditional's selector is {_text(ops[0]) if ops else 'missing'}: "
+                           "pred[] for true/false branches or s32[] for a branch index")
+        for k, (c, s) in enumerate(zip(branches, ops[1:])):
+            params = c.parameters
+            if len(params) != 1 or _text(params[0].shape) != _text(s):
+                raise _Problem("conditional-branches",
+                               f"branch {k} {c.name} must take one parameter of its operand's "
+                               f"shape {_text(s)}")
+            if _text(c.root.shape) != _text(instr.shape):
+                raise _Problem("conditional-branches",
+                               f"branch {k} {c.name} returns {_text(c.root.shape)}, not the "
+                               f"conditional's {_text(instr.shape)}")
     elif instr.opcode == "while":
         names = dict(a for a in ((x.key, x.value.lstrip("%")) for x in instr.attributes)
                      if a[0] in ("body", "condition"))
@@ -413,13 +674,28 @@ _FLOAT_MAX = {"f16": (65504.0, 16.0), "bf16": (3.3895313892515355e38, 2.0 ** 119
               "f8e5m2": (57344.0, 4096.0)}
 
 
+_MANTISSA = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52, "f8e4m3fn": 3, "f8e5m2": 2,
+             "c64": 23, "c128": 52}
+_NAN_RE = re.compile(r"nan\((0x[0-9a-fA-F]+|\d+)\)")
+_REAL_PART = {"c64": "f32", "c128": "f64"}
+
+
 def _literal(instr: Instruction) -> None:
     s = instr.shape
     if instr.literal is None or not s.is_array:
         return
     t = s.element_type
     m = re.fullmatch(r"([su])(\d+)", t)
-    numbers = _NUMBER_RE.findall(instr.literal)
+    literal = instr.literal
+    if t in _MANTISSA:
+        # A NaN's payload is a non-zero number that fits the type's significand bits.
+        for payload in _NAN_RE.findall(literal):
+            v = int(payload, 0)
+            if not 0 < v < 1 << _MANTISSA[t]:
+                raise _Problem("literal-range", f"nan({payload}) does not fit {t}: a payload is "
+                                                f"1..{(1 << _MANTISSA[t]) - 1}")
+        literal = _NAN_RE.sub("nan", literal)
+    numbers = _NUMBER_RE.findall(literal)
     if m:
         bits = int(m.group(2))
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if m.group(1) == "s" else \
@@ -432,13 +708,15 @@ def _literal(instr: Instruction) -> None:
                     from None
             if not lo <= v <= hi:
                 raise _Problem("literal-range", f"{v} does not fit {t} ({lo}..{hi})")
-    elif t in _FLOAT_MAX:
+    elif t in _FLOAT_MAX or t in _REAL_PART or t == "f64":
+        part = _REAL_PART.get(t, t)
         for n in numbers:
             f = float(n)
-            largest, half_ulp = _FLOAT_MAX[t]
-            if math.isfinite(f) and abs(f) >= largest + half_ulp:
-                raise _Problem("literal-range", f"{n} is larger than the largest finite {t} "
-                                                f"({largest:g})")
+            largest, half_ulp = _FLOAT_MAX.get(part, (sys.float_info.max, 0.0))
+            if not math.isfinite(f) or abs(f) >= largest + half_ulp:
+                raise _Problem("literal-range", f"{n} is larger than the largest finite {part} "
+                                                f"({largest:g})" + (f", in a {t} constant"
+                                                                    if part != t else ""))
 
 
 _DEVICES_RE = re.compile(r"devices=\[([\d,\s]+)\]\s*(<=\[([\d,\s]+)\](?:T\([\d,\s]+\))?|[\d,\s]+)")
