@@ -4,6 +4,7 @@ XLA's ShapeInference gives it: what fills in a shape omitted from hand-written t
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from hloscope.hlo.ir import Instruction
@@ -21,11 +22,82 @@ UNARY = frozenset({"negate", "abs", "exponential", "exponential-minus-one", "log
 _TYPE_CHANGING = frozenset({"compare", "is-finite", "convert", "complex", "real", "imag"})
 INFERABLE = (BINARY | UNARY | {"tuple", "get-tuple-element", "select", "clamp"}) \
     - {"convert", "complex", "real", "imag"}
+# Opcodes whose shape follows from their operands and attributes, as XLA's parser infers an
+# omitted one (checked against jaxlib 0.10.2's parser): reshape, slice, convert, iota and
+# dynamic-slice it does not infer.
+STRUCTURAL = frozenset({"dot", "transpose", "concatenate", "broadcast", "pad", "reduce",
+                        "reverse", "sort"})
 
 
 def _with_type(s: Shape, element_type: str) -> Shape:
     text = s.format(layout=True)
     return parse_array_shape(element_type + text[len(s.element_type):])
+
+
+def _array(element_type: str, dims: list[int]) -> Shape:
+    return parse_array_shape(f"{element_type}[{','.join(map(str, dims))}]")
+
+
+def _ints(instr: Instruction, key: str) -> tuple[int, ...]:
+    raw = instr.attribute(key)
+    return tuple(int(x) for x in re.findall(r"-?\d+", raw)) if raw is not None else ()
+
+
+def _structural(instr: Instruction, operands: list[Shape]) -> Optional[Shape]:
+    """dot, transpose, concatenate, broadcast, pad, reduce, reverse and sort: their result
+    dimensions from their attributes (default layout), or None if the attributes do not
+    give them."""
+    op, ops = instr.opcode, operands
+    if not ops or not all(s.is_array for s in ops):
+        return None
+    first = ops[0]
+    dims = list(first.dimensions)
+    t = first.element_type
+    if op == "dot" and len(ops) == 2:
+        lc, rc = _ints(instr, "lhs_contracting_dims"), _ints(instr, "rhs_contracting_dims")
+        lb, rb = _ints(instr, "lhs_batch_dims"), _ints(instr, "rhs_batch_dims")
+        rhs = list(ops[1].dimensions)
+        if any(d >= len(dims) for d in lc + lb) or any(d >= len(rhs) for d in rc + rb):
+            return None
+        out = [dims[d] for d in lb] + [n for d, n in enumerate(dims) if d not in lc + lb] \
+            + [n for d, n in enumerate(rhs) if d not in rc + rb]
+        return _array(t, out)
+    if op == "transpose":
+        perm = _ints(instr, "dimensions")
+        return _array(t, [dims[p] for p in perm]) if sorted(perm) == list(range(len(dims))) \
+            else None
+    if op == "concatenate":
+        (d,) = _ints(instr, "dimensions") or (None,)
+        if d is None or not 0 <= d < len(dims):
+            return None
+        return _array(t, dims[:d] + [sum(s.dimensions[d] for s in ops)] + dims[d + 1:])
+    if op == "broadcast":
+        mapping = _ints(instr, "dimensions")
+        if len(mapping) != len(dims) or any(m < 0 for m in mapping):
+            return None
+        out = [1] * (max(mapping) + 1 if mapping else 0)
+        for d, m in zip(dims, mapping):
+            out[m] = d
+        return _array(t, out)
+    if op == "pad" and len(ops) == 2:
+        raw = instr.attribute("padding") or ""
+        entries = [[int(x) for x in e.split("_")] for e in raw.split("x") if e]
+        if len(entries) != len(dims) or any(len(e) not in (2, 3) for e in entries):
+            return None
+        return _array(t, [e[0] + e[1] + d + max(d - 1, 0) * (e[2] if len(e) == 3 else 0)
+                          for e, d in zip(entries, dims)])
+    if op == "reduce" and len(ops) % 2 == 0:
+        reduced = _ints(instr, "dimensions")
+        half = len(ops) // 2
+        outs = [_array(init.element_type, [n for d, n in enumerate(s.dimensions)
+                                           if d not in reduced])
+                for s, init in zip(ops[:half], ops[half:])]
+        return outs[0] if half == 1 else tuple_shape(tuple(outs))
+    if op == "reverse":
+        return first
+    if op == "sort":
+        return first if len(ops) == 1 else tuple_shape(tuple(ops))
+    return None
 
 
 def infer_shape(instr: Instruction, operands: list[Shape]) -> Optional[Shape]:
@@ -48,4 +120,6 @@ def infer_shape(instr: Instruction, operands: list[Shape]) -> Optional[Shape]:
         if op in ("compare", "is-finite"):
             return _with_type(operands[0], "pred")
         return operands[0]
+    if instr.opcode in STRUCTURAL:
+        return _structural(instr, operands)
     return None

@@ -85,7 +85,7 @@ _TOKEN_RE = re.compile(
     r"|(?P<NL>\n)"
     r'|(?P<BRACED>\{(?:[^{}"\n]|"(?:[^"\\\n]|\\.)*")*\})'
     r"|(?P<COMMENT>//[^\n]*|/\*[\s\S]*?\*/)"
-    r'|(?P<STRING>"(?:[^"\\\n]|\\.)*")'
+    r'|(?P<STRING>"(?:[^"\\]|\\.)*")'
     r"|(?P<NUMBER>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
     r"|(?P<ARROW>->)"
     r"|(?P<OTHER>[{}\[\]*<>?+\-/.|!@#$^&~;'`])"
@@ -546,6 +546,12 @@ class _Parser:
             if values[i + 1] != "=":
                 raise self.error(f"'=' after attribute '{key}'", i + 1)
             i += 2
+            if kinds[i] == "NL":
+                # A line break before a value in braces (`calls=` then an inline computation
+                # on the next line): whitespace to XLA's lexer.
+                j = self._after_nl(i)
+                if kinds[j] == "BRACED" or (kinds[j] == "PUNCT" and values[j] == "{"):
+                    i = j
             # Most values are one token (a brace group, a name, a number, a string) followed by
             # ',' or the line's end; anything else goes through attribute_value.
             if kinds[i] in _SINGLE_TOKEN_VALUES and (
@@ -794,8 +800,9 @@ class _Parser:
             shape = infer_shape(instr, [by_name[o].shape for o in instr.operands])
         if shape is None:
             why = (f"operand '{missing[0]}' is defined after it" if missing else
-                   "hloscope infers it only for elementwise ops, select, clamp, tuple and "
-                   "get-tuple-element")
+                   "XLA infers it for elementwise ops, select, clamp, tuple, "
+                   "get-tuple-element, dot, transpose, concatenate, broadcast, pad, reduce, "
+                   "reverse and sort, and with the attributes they need")
             raise self.error_at(self.starts[at], f"a shape before opcode '{instr.opcode}'",
                                 f"none ({why})")
         return dataclasses.replace(instr, shape=shape)
