@@ -95,6 +95,9 @@ CASES = {
     "element-type": (
         "  %i = s32[8,4]{1,0} convert(%x)\n  ROOT %n = s32[8,4]{1,0} add(%i, %i)",
         "  %i = s32[8,4]{1,0} convert(%x)\n  ROOT %n = f32[8,4]{1,0} add(%x, %i)"),
+    "literal-shape": (
+        "  ROOT %c = f32[2,2]{1,0} constant({ { 1, 2 }, { 3, 4 } })",
+        "  ROOT %c = f32[2,2]{1,0} constant({ { 1, 2 }, { 3 } })"),
     "dynamic-slice-sizes": (
         "  %i = s32[] constant(1)\n"
         "  ROOT %d = f32[2,4]{1,0} dynamic-slice(%x, %i, %i), dynamic_slice_sizes={2,4}",

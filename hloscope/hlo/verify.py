@@ -680,10 +680,65 @@ _NAN_RE = re.compile(r"nan\((0x[0-9a-fA-F]+|\d+)\)")
 _REAL_PART = {"c64": "f32", "c128": "f64"}
 
 
+_LITERAL_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+
+
+def _literal_dims(literal: str, dims: tuple[int, ...]) -> Optional[str]:
+    """What is wrong with a literal's nesting against the shape's dimensions (XLA's parser:
+    one brace level per dimension, each with as many entries as the dimension), or None. A
+    bare scalar fills any shape and ``{...}`` stands for elided values."""
+    text = _LITERAL_COMMENT.sub("", literal).strip()
+    if "..." in text or not text.startswith("{"):
+        return None
+    if not dims:
+        return "a scalar's literal has no braces"
+    pos = 0
+
+    def group(level: int) -> Optional[str]:
+        nonlocal pos
+        pos += 1  # '{'
+        count, expect_item = 0, True
+        while pos < len(text):
+            c = text[pos]
+            if c in " \t\n":
+                pos += 1
+            elif c == "}":
+                pos += 1
+                if count != dims[level]:
+                    return (f"dimension {level} has {dims[level]} entries, the literal gives "
+                            f"{count}")
+                return None
+            elif c == ",":
+                pos += 1
+                expect_item = True
+            elif c == "{":
+                if level == len(dims) - 1:
+                    return f"the literal nests deeper than the shape's {len(dims)} dimensions"
+                problem = group(level + 1)
+                if problem:
+                    return problem
+                count += 1
+                expect_item = False
+            else:
+                if level != len(dims) - 1:
+                    return (f"the literal has a value where dimension {level + 1} of "
+                            f"{len(dims)} needs braces")
+                m = re.compile(r"\([^)]*\)|[^,{}\s]+").match(text, pos)
+                pos = m.end() if m else pos + 1
+                count += expect_item
+                expect_item = False
+        return "the literal's braces do not close"
+
+    return group(0)
+
+
 def _literal(instr: Instruction) -> None:
     s = instr.shape
     if instr.literal is None or not s.is_array:
         return
+    nesting = _literal_dims(instr.literal, s.dimensions)
+    if nesting is not None:
+        raise _Problem("literal-shape", f"{nesting}, for {_text(s)}")
     t = s.element_type
     m = re.fullmatch(r"([su])(\d+)", t)
     literal = instr.literal
