@@ -491,3 +491,13 @@ def test_replica_groups_over_a_meshs_named_axes() -> None:
 def test_api_version_unspecified_is_read_as_dumps_write_it() -> None:
     root = "f32[4] custom-call(p0), custom_call_target=\"x\", api_version=API_VERSION_UNSPECIFIED"
     assert problems(parse(_program(root, ["f32[4]"]))) == []
+
+
+def test_mesh_replica_groups_with_devices_in_another_order() -> None:
+    """With its devices permuted, the mesh form writes its axes after them, which the
+    attribute list reads as an attribute of its own (seen in XLA:GPU's FSDP+TP steps)."""
+    root = ("f32[8,4] all-gather(p0), replica_groups=mesh['axis_0'=4,'axis_1'=2], "
+            "device_ids=([2,4]T(1,0)) {'axis_1'}, dimensions={0}")
+    assert problems(parse(_program(root, ["f32[4,4]"]))) == []
+    wrong = root.replace("{'axis_1'}", "{'axis_0'}")
+    assert problems(parse(_program(wrong, ["f32[4,4]"])))[0][2] == "all-gather-shape"

@@ -447,18 +447,28 @@ _GROUP = re.compile(r"\{([\d,\s]*)\}")
 _IOTA_GROUPS = re.compile(r"\[(\d+),(\d+)\]<=\[[\d,]+\](?:T\([\d,]+\))?")
 # replica_groups over a device mesh's named axes (jax's shardings print them so):
 # mesh['data'=2,'model'=4] {'model'}: each group spans the axes named in braces.
-_MESH_GROUPS = re.compile(r"mesh\[([^\]]*)\]\s*\{([^}]*)\}")
+_MESH_GROUPS = re.compile(r"mesh\[([^\]]*)\](?:\s*\{([^}]*)\})?")
+# With devices in another order the axes come after them, in an attribute of their own to
+# the attribute list: replica_groups=mesh['x'=4,'y'=2], device_ids=([2,4]T(1,0)) {'x'}.
+_DEVICE_IDS_AXES = re.compile(r"\{([^}]*)\}\s*$")
 _MESH_AXIS = re.compile(r"'([^']+)'\s*=\s*(\d+)")
 
 
-def _mesh_group_size(raw: str) -> Optional[int]:
+def _mesh_group_size(raw: str, device_ids: str = "") -> Optional[int]:
     """The group size of the mesh form, or None if ``raw`` is not one; a form that names an
-    axis the mesh lacks is a problem."""
+    axis the mesh lacks is a problem. ``device_ids``: the attribute that holds the axes when
+    the devices are listed in another order."""
     m = _MESH_GROUPS.fullmatch(raw.strip())
     if m is None:
         return None
     axes = {name: int(n) for name, n in _MESH_AXIS.findall(m.group(1))}
-    named = re.findall(r"'([^']+)'", m.group(2))
+    listed = m.group(2)
+    if listed is None:
+        found = _DEVICE_IDS_AXES.search(device_ids)
+        if found is None:
+            return 0  # the mesh form, its axes not written
+        listed = found.group(1)
+    named = re.findall(r"'([^']+)'", listed)
     missing = [a for a in named if a.split(":")[0] not in axes]
     if not axes or missing:
         raise _Problem("replica-groups", f"replica_groups={raw} names "
@@ -483,13 +493,13 @@ def replica_groups(raw: str) -> Optional[list[list[int]]]:
     return groups
 
 
-def _group_size(raw: str) -> Optional[int]:
+def _group_size(raw: str, device_ids: str = "") -> Optional[int]:
     m = _IOTA_GROUPS.fullmatch(raw.strip())
     if m:
         return int(m.group(2))
-    size = _mesh_group_size(raw)
+    size = _mesh_group_size(raw, device_ids)
     if size is not None:
-        return size
+        return size or None
     groups = replica_groups(raw)
     return len(groups[0]) if groups else None
 
@@ -501,7 +511,8 @@ def _collective(comp: Computation, instr: Instruction, ops: list[Shape]) -> None
     raw = instr.attribute("replica_groups")
     if raw is None:
         return
-    groups = replica_groups(raw)
+    device_ids = instr.attribute("device_ids") or ""
+    groups = None if _MESH_GROUPS.fullmatch(raw.strip()) else replica_groups(raw)
     if groups:
         seen: set[int] = set()
         for g in groups:
@@ -514,7 +525,7 @@ def _collective(comp: Computation, instr: Instruction, ops: list[Shape]) -> None
                 ("all-gather", "reduce-scatter", "all-to-all")):
             raise _Problem("replica-groups", f"{instr.opcode}'s replica groups differ in size: "
                                              f"{raw}")
-    size = _group_size(raw)
+    size = _group_size(raw, device_ids)
     dims = _ints(instr, "dimensions")
     op = instr.opcode
     if not size or not dims or len(dims) != 1 or not ops or not ops[0].is_array:
