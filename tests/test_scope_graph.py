@@ -45,8 +45,8 @@ def test_every_level_of_a_hand_made_module() -> None:
     assert [lv.path for lv in sg.levels] == ["", "(top level)", "layer_0", "layer_0/attn",
                                              "layer_0/mlp"]
     root = sg.level("")
-    assert [(n.kind, n.path, n.instructions, n.bytes) for n in root.nodes] == [
-        (GROUP, "layer_0", 3, 48), (GROUP, "(top level)", 1, 16)]
+    assert [(n.kind, n.path, n.instructions, n.fusions, n.bytes) for n in root.nodes] == [
+        (GROUP, "layer_0", 3, 1, 48), (GROUP, "(top level)", 1, 0, 16)]
     # c feeds d twice: one value, 16 bytes
     assert _edges(root) == {("layer_0", "(top level)"): (16, 1)}
     layer = sg.level("layer_0")
@@ -100,6 +100,8 @@ def test_the_stack_levels_agree_with_its_scope_tree() -> None:
     drawn = [i for i in module.entry.instructions if i.opcode not in
              ("parameter", "constant", "get-tuple-element", "tuple", "bitcast")]
     assert sum(n.instructions for n in sg.level("").nodes) == len(drawn)
+    assert sum(n.fusions for n in sg.level("").nodes) == sum(1 for i in drawn
+                                                             if i.opcode == "fusion")
 
 
 def test_groups_carry_the_reports_figures_by_scope() -> None:

@@ -38,6 +38,7 @@ class LevelNode:
     path: str = ""  # a group's whole scope path (what --scope and the level it opens match)
     figures: Figures = Figures()  # a group's figures, summed over its scope and below
     instructions: int = 0  # a group's instructions (outside fused computations), and below
+    fusions: int = 0  # a group's fusion instructions, and below
     opcode: str = ""
     fusion_kind: str = ""
     bytes: int = 0  # an instruction's result; a group's: the bytes its ops write
@@ -164,7 +165,8 @@ def scope_graph(module: Module, figures: Optional[Mapping[str, Figures]] = None,
             path = "/".join(p + (name,))
             nid = f"g{n}"
             nodes.append(LevelNode(nid, name, GROUP, path, group_figures(figures, path),
-                                   len(inside), bytes=sum(written[i.name] for i in inside)))
+                                   len(inside), sum(1 for i in inside if i.opcode == "fusion"),
+                                   bytes=sum(written[i.name] for i in inside)))
             for i in inside:
                 node_of[i.name] = nid
         ranked = sorted(own, key=lambda i: -written[i.name])

@@ -248,7 +248,7 @@ def write(fg: "FusionGraph", path: str) -> str:
 def _group_lines(n: "LevelNode") -> list[str]:
     f = n.figures
     lines = [_short(n.label, 40),
-             f"{n.instructions:,} ops · {f.fusions:,} fusions · writes {human_bytes(n.bytes)}"]
+             f"{n.instructions:,} ops · {n.fusions:,} fusions · writes {human_bytes(n.bytes)}"]
     held = [f"peak {human_bytes(f.peak_bytes)}" if f.peak_bytes else "",
             f"in outputs {human_bytes(f.peak_elsewhere_bytes)}" if f.peak_elsewhere_bytes
             else "",
