@@ -39,10 +39,11 @@ def seeds() -> list[str]:
 def check(text: str) -> None:
     """The property: raise AssertionError (or let any unexpected exception through) when the
     parser or verifier misbehaves on ``text``."""
-    from hloscope.hlo.parser import HloParseError, parse
+    from hloscope.hlo.parser import HloParseError, parse, source_text
     from hloscope.hlo.printer import print_module
     from hloscope.hlo.verify import HloVerifyError, verify
-    lines = text.count("\n") + 1
+    # Lines as the parser counts them: a lone '\r' ends a line too.
+    lines = source_text(text).count("\n") + 1
     try:
         module = parse(text, "fuzz.hlo")
     except HloParseError as e:

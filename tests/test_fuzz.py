@@ -69,9 +69,13 @@ def test_the_seeds_hold_the_property() -> None:
 def test_coverage_guided_fuzzing_finds_no_crash(tmp_path) -> None:
     pytest.importorskip("atheris", reason="the coverage-guided target needs atheris "
                                           "(pip install atheris)")
+    # -rss_limit_mb=0: Linux hands a process the peak memory of the one that started it
+    # (getrusage's ru_maxrss survives fork and exec), so under a long pytest run libFuzzer
+    # would see the test runner's gigabytes as its own and stop at once; each input is
+    # bounded by -timeout instead.
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "fuzz_parser.py"),
-                           "-max_total_time=60", f"-artifact_prefix={tmp_path}/",
-                           "-print_final_stats=1"],
+                           "-max_total_time=60", "-timeout=20", "-rss_limit_mb=0",
+                           f"-artifact_prefix={tmp_path}/", "-print_final_stats=1"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     crashes = [p for p in os.listdir(tmp_path) if p.startswith(("crash-", "timeout-", "oom-"))]
     assert proc.returncode == 0 and crashes == [], proc.stderr[-3000:]
