@@ -585,3 +585,11 @@ def test_a_line_break_before_an_inline_computation() -> None:
     m, _ = roundtrip(text)
     assert m.entry.root.opcode == "fusion" and len(m.computations) == 2
 
+
+
+def test_an_omitted_pad_shape_with_a_malformed_config_is_located() -> None:
+    """The config must read as lo_hi[_interior]x...; before, a malformed entry escaped the
+    inference as a ValueError."""
+    with pytest.raises(HloParseError) as e:
+        parse(_OMITTED_MODULE % "pad(a, z), padding=1_ax0_0")
+    assert "a shape before opcode 'pad'" in e.value.expected

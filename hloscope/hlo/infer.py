@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from hloscope.hlo.attributes import parse_int_list
 from hloscope.hlo.ir import Instruction
 from hloscope.hlo.shape import Shape, parse_array_shape, tuple_shape
 
@@ -40,7 +41,32 @@ def _array(element_type: str, dims: list[int]) -> Shape:
 
 def _ints(instr: Instruction, key: str) -> tuple[int, ...]:
     raw = instr.attribute(key)
-    return tuple(int(x) for x in re.findall(r"-?\d+", raw)) if raw is not None else ()
+    return parse_int_list(raw) if raw is not None else ()
+
+
+_PAD_ENTRY = re.compile(r"(-?\d+)_(-?\d+)(?:_(-?\d+))?")
+
+
+def padding_config(raw: str) -> Optional[list[tuple[int, int, int]]]:
+    """``padding=1_1x0_1_1`` → [(1, 1, 0), (0, 1, 1)]: (low, high, interior) per dimension;
+    None when an entry is not lo_hi or lo_hi_interior."""
+    entries = raw.strip().split("x") if raw.strip() else []
+    parsed = [_PAD_ENTRY.fullmatch(e.strip()) for e in entries]
+    if any(m is None for m in parsed):
+        return None
+    return [(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) for m in parsed if m]
+
+
+def padded_dims(dims: tuple[int, ...], config: list[tuple[int, int, int]]) -> list[int]:
+    """A pad's result sizes: lo + hi + d + (d - 1) * interior per dimension."""
+    return [lo + hi + d + max(d - 1, 0) * interior for (lo, hi, interior), d in zip(config, dims)]
+
+
+def dot_dims(lhs: tuple[int, ...], rhs: tuple[int, ...], lc: tuple[int, ...],
+             rc: tuple[int, ...], lb: tuple[int, ...], rb: tuple[int, ...]) -> list[int]:
+    """A dot's result dimensions: batch, then lhs free, then rhs free."""
+    return [lhs[d] for d in lb] + [n for d, n in enumerate(lhs) if d not in lc and d not in lb] \
+        + [n for d, n in enumerate(rhs) if d not in rc and d not in rb]
 
 
 def _structural(instr: Instruction, operands: list[Shape]) -> Optional[Shape]:
@@ -56,12 +82,10 @@ def _structural(instr: Instruction, operands: list[Shape]) -> Optional[Shape]:
     if op == "dot" and len(ops) == 2:
         lc, rc = _ints(instr, "lhs_contracting_dims"), _ints(instr, "rhs_contracting_dims")
         lb, rb = _ints(instr, "lhs_batch_dims"), _ints(instr, "rhs_batch_dims")
-        rhs = list(ops[1].dimensions)
+        rhs = ops[1].dimensions
         if any(d >= len(dims) for d in lc + lb) or any(d >= len(rhs) for d in rc + rb):
             return None
-        out = [dims[d] for d in lb] + [n for d, n in enumerate(dims) if d not in lc + lb] \
-            + [n for d, n in enumerate(rhs) if d not in rc + rb]
-        return _array(t, out)
+        return _array(t, dot_dims(first.dimensions, rhs, lc, rc, lb, rb))
     if op == "transpose":
         perm = _ints(instr, "dimensions")
         return _array(t, [dims[p] for p in perm]) if sorted(perm) == list(range(len(dims))) \
@@ -80,12 +104,10 @@ def _structural(instr: Instruction, operands: list[Shape]) -> Optional[Shape]:
             out[m] = d
         return _array(t, out)
     if op == "pad" and len(ops) == 2:
-        raw = instr.attribute("padding") or ""
-        entries = [[int(x) for x in e.split("_")] for e in raw.split("x") if e]
-        if len(entries) != len(dims) or any(len(e) not in (2, 3) for e in entries):
+        config = padding_config(instr.attribute("padding") or "")
+        if config is None or len(config) != len(dims):
             return None
-        return _array(t, [e[0] + e[1] + d + max(d - 1, 0) * (e[2] if len(e) == 3 else 0)
-                          for e, d in zip(entries, dims)])
+        return _array(t, padded_dims(first.dimensions, config))
     if op == "reduce" and len(ops) % 2 == 0:
         reduced = _ints(instr, "dimensions")
         half = len(ops) // 2

@@ -17,7 +17,7 @@ import sys
 from typing import Callable, Optional
 
 from hloscope.hlo.attributes import parse_int_list
-from hloscope.hlo.infer import BINARY, UNARY
+from hloscope.hlo.infer import BINARY, UNARY, dot_dims, padded_dims, padding_config
 from hloscope.hlo.ir import Computation, Instruction, Module
 from hloscope.hlo.parser import HloParseError
 from hloscope.hlo.shape import Shape
@@ -217,9 +217,7 @@ def _dot(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
         raise _Problem("dot-dimensions",
                        f"dot batch dimensions {list(lb)} of {_text(lhs)} and {list(rb)} of "
                        f"{_text(rhs)} differ in size")
-    want = tuple(lhs.dimensions[d] for d in lb) \
-        + tuple(n for d, n in enumerate(lhs.dimensions) if d not in lc and d not in lb) \
-        + tuple(n for d, n in enumerate(rhs.dimensions) if d not in rc and d not in rb)
+    want = tuple(dot_dims(lhs.dimensions, rhs.dimensions, lc, rc, lb, rb))
     if instr.shape.is_array and want != _dims(instr.shape):
         raise _Problem("dot-dimensions",
                        f"dot of {_text(lhs)} and {_text(rhs)} has dimensions {list(want)} "
@@ -340,8 +338,8 @@ def _dynamic_slice(comp: Computation, instr: Instruction, ops: list[Shape]) -> N
                        f"dynamic_slice_sizes={{{','.join(map(str, sizes))}}} does not fit "
                        f"{_text(op)}: one size per dimension, each at most the dimension")
     if instr.shape.is_array and tuple(sizes) != _dims(instr.shape):
-        raise _Problem("dynamic-slice-sizes", f"dynamic-slice of sizes {list(sizes)} is "
-                                              f"{list(sizes)}, not {_text(instr.shape)}")
+        raise _Problem("dynamic-slice-sizes", f"dynamic-slice of sizes {list(sizes)} gives "
+                                              f"those dimensions, not {_text(instr.shape)}")
 
 
 def _dynamic_update_slice(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
@@ -366,9 +364,6 @@ def _dynamic_update_slice(comp: Computation, instr: Instruction, ops: list[Shape
                                                      f"not {_text(instr.shape)}")
 
 
-_PAD_ENTRY = re.compile(r"(-?\d+)_(-?\d+)(?:_(-?\d+))?")
-
-
 def _pad(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
     """pad(operand, value), padding=lo_hi[_interior]x...: one entry per dimension, interior
     not negative, a scalar padding value of the operand's type, and the result's sizes
@@ -377,12 +372,10 @@ def _pad(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
     if raw is None or len(ops) != 2 or not ops[0].is_array:
         return
     op, value = ops
-    entries = raw.strip().split("x") if raw.strip() else []
-    parsed = [_PAD_ENTRY.fullmatch(e.strip()) for e in entries]
-    if any(m is None for m in parsed):
+    config = padding_config(raw)
+    if config is None:
         raise _Problem("pad-config", f"padding={raw}: each dimension's entry is lo_hi or "
                                      "lo_hi_interior, joined by 'x'")
-    config = [(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) for m in parsed if m]
     if len(config) != op.rank:
         raise _Problem("pad-config", f"padding={raw} has {len(config)} entries for an operand "
                                      f"of rank {op.rank}")
@@ -391,8 +384,7 @@ def _pad(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
     if value.is_array and (value.rank != 0 or value.element_type != op.element_type):
         raise _Problem("pad-config", f"the padding value is {_text(value)}, not a scalar of "
                                      f"{op.element_type}")
-    want = [lo + hi + d + max(d - 1, 0) * interior
-            for (lo, hi, interior), d in zip(config, op.dimensions)]
+    want = padded_dims(op.dimensions, config)
     if instr.shape.is_array and tuple(want) != _dims(instr.shape):
         raise _Problem("pad-config", f"padding {_text(op)} by {raw} gives dimensions {want}, "
                                      f"not {list(_dims(instr.shape))}")
@@ -481,7 +473,7 @@ def replica_groups(raw: str) -> Optional[list[list[int]]]:
     """``{{0,1},{2,3}}`` → [[0, 1], [2, 3]]; the iota form ``[2,2]<=[4]`` and the mesh form
     ``mesh['x'=2,'y'=2] {'y'}`` describe groups without listing them (None)."""
     text = raw.strip()
-    if _IOTA_GROUPS.fullmatch(text) or _mesh_group_size(text) is not None:
+    if _IOTA_GROUPS.fullmatch(text) or _MESH_GROUPS.fullmatch(text):
         return None
     if not (text.startswith("{") and text.endswith("}")):
         raise _Problem("replica-groups", f"replica_groups={raw} is none of {{{{0,1}},...}}, "
@@ -493,17 +485,6 @@ def replica_groups(raw: str) -> Optional[list[list[int]]]:
     return groups
 
 
-def _group_size(raw: str, device_ids: str = "") -> Optional[int]:
-    m = _IOTA_GROUPS.fullmatch(raw.strip())
-    if m:
-        return int(m.group(2))
-    size = _mesh_group_size(raw, device_ids)
-    if size is not None:
-        return size or None
-    groups = replica_groups(raw)
-    return len(groups[0]) if groups else None
-
-
 def _collective(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
     """replica_groups well formed, no replica in two groups, groups of one size; all-gather
     multiplies and reduce-scatter divides all_gather_dimension / dimensions by the group
@@ -511,8 +492,7 @@ def _collective(comp: Computation, instr: Instruction, ops: list[Shape]) -> None
     raw = instr.attribute("replica_groups")
     if raw is None:
         return
-    device_ids = instr.attribute("device_ids") or ""
-    groups = None if _MESH_GROUPS.fullmatch(raw.strip()) else replica_groups(raw)
+    groups = replica_groups(raw)
     if groups:
         seen: set[int] = set()
         for g in groups:
@@ -525,7 +505,9 @@ def _collective(comp: Computation, instr: Instruction, ops: list[Shape]) -> None
                 ("all-gather", "reduce-scatter", "all-to-all")):
             raise _Problem("replica-groups", f"{instr.opcode}'s replica groups differ in size: "
                                              f"{raw}")
-    size = _group_size(raw, device_ids)
+    iota = _IOTA_GROUPS.fullmatch(raw.strip())
+    size = len(groups[0]) if groups else int(iota.group(2)) if iota else \
+        _mesh_group_size(raw, instr.attribute("device_ids") or "")
     dims = _ints(instr, "dimensions")
     op = instr.opcode
     if not size or not dims or len(dims) != 1 or not ops or not ops[0].is_array:
@@ -682,16 +664,16 @@ _NUMBER_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 # prints f32's max as 3.40282347e+38, a little above the exact value, which is fine).
 _FLOAT_MAX = {"f16": (65504.0, 16.0), "bf16": (3.3895313892515355e38, 2.0 ** 119),
               "f32": (3.4028234663852886e38, 2.0 ** 103), "f8e4m3fn": (448.0, 16.0),
-              "f8e5m2": (57344.0, 4096.0)}
+              "f8e5m2": (57344.0, 4096.0), "f64": (sys.float_info.max, 0.0)}
 
 
 _MANTISSA = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52, "f8e4m3fn": 3, "f8e5m2": 2,
              "c64": 23, "c128": 52}
 _NAN_RE = re.compile(r"nan\((0x[0-9a-fA-F]+|\d+)\)")
-_REAL_PART = {"c64": "f32", "c128": "f64"}
 
 
 _LITERAL_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_LITERAL_VALUE = re.compile(r"\([^)]*\)|[^,{}\s]+")  # a number, a name, or (re, im)
 
 
 def _literal_dims(literal: str, dims: tuple[int, ...]) -> Optional[str]:
@@ -734,7 +716,7 @@ def _literal_dims(literal: str, dims: tuple[int, ...]) -> Optional[str]:
                 if level != len(dims) - 1:
                     return (f"the literal has a value where dimension {level + 1} of "
                             f"{len(dims)} needs braces")
-                m = re.compile(r"\([^)]*\)|[^,{}\s]+").match(text, pos)
+                m = _LITERAL_VALUE.match(text, pos)
                 pos = m.end() if m else pos + 1
                 count += expect_item
                 expect_item = False
@@ -774,11 +756,11 @@ def _literal(instr: Instruction) -> None:
                     from None
             if not lo <= v <= hi:
                 raise _Problem("literal-range", f"{v} does not fit {t} ({lo}..{hi})")
-    elif t in _FLOAT_MAX or t in _REAL_PART or t == "f64":
-        part = _REAL_PART.get(t, t)
+    elif t in _FLOAT_MAX or t in _REAL_OF:
+        part = _REAL_OF.get(t, t)
+        largest, half_ulp = _FLOAT_MAX[part]
         for n in numbers:
             f = float(n)
-            largest, half_ulp = _FLOAT_MAX.get(part, (sys.float_info.max, 0.0))
             if not math.isfinite(f) or abs(f) >= largest + half_ulp:
                 raise _Problem("literal-range", f"{n} is larger than the largest finite {part} "
                                                 f"({largest:g})" + (f", in a {t} constant"
