@@ -14,7 +14,7 @@ import functools
 import math
 import re
 import os
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from hloscope.present.format import human_bytes
 
@@ -217,9 +217,9 @@ def dot_available() -> bool:
     return shutil.which("dot") is not None
 
 
-def write(fg: "FusionGraph", path: str) -> str:
-    """Write the picture to ``path``, its format chosen by the extension (.svg .png .pdf, or
-    .dot/.gv for the source). Without `dot` the source is written beside it (``.dot``) and
+def _write_picture(path: str, source: str, laid_out: Callable[[str], bytes]) -> str:
+    """Write a graph to ``path`` in the format its extension picks: .dot/.gv the ``source``,
+    else ``laid_out(format)``. Without `dot` the source is written beside it (``.dot``) and
     DotMissingError says how to install it. Returns the path written."""
     import graphviz
     ext = os.path.splitext(path)[1].lower()
@@ -229,18 +229,24 @@ def write(fg: "FusionGraph", path: str) -> str:
                          + ", ".join(sorted(FORMATS)))
     if fmt == "dot":
         with open(path, "w") as f:
-            f.write(dot_source(fg))
+            f.write(source)
         return path
     try:
-        data = _laid_out(fg, fmt)
+        data = laid_out(fmt)
     except graphviz.ExecutableNotFound:
         dot_path = os.path.splitext(path)[0] + ".dot"
         with open(dot_path, "w") as f:
-            f.write(dot_source(fg))
+            f.write(source)
         raise DotMissingError(dot_path) from None
     with open(path, "wb") as f:
         f.write(data)
     return path
+
+
+def write(fg: "FusionGraph", path: str) -> str:
+    """Write the picture to ``path``, its format chosen by the extension (.svg .png .pdf, or
+    .dot/.gv for the source); see _write_picture. Returns the path written."""
+    return _write_picture(path, dot_source(fg), lambda fmt: _laid_out(fg, fmt))
 
 
 # --- the program by scope (analysis.scope_graph): one picture per level ----------------------
@@ -367,31 +373,16 @@ def render_levels(sg: "ScopeGraph", prefix: str = "") -> list[str]:
 
 
 def write_level(sg: "ScopeGraph", index: int, path: Optional[str]) -> str:
-    """One level of a ScopeGraph as DOT source (``path`` None: returned, not written) or a
-    picture whose format the extension picks; without `dot` the source is written beside it
-    and DotMissingError says how to install it."""
+    """One level of a ScopeGraph as DOT source (``path`` None: returned, not written) or
+    written as ``write`` writes a FusionGraph."""
     import graphviz
     g = scope_level_dot(sg, index)
     source = str(g.source)
     if path is None:
         return source
-    fmt = FORMATS.get(os.path.splitext(path)[1].lower())
-    if fmt is None:
-        raise ValueError(f"{path}: unknown picture format; use one of "
-                         + ", ".join(sorted(FORMATS)))
-    if fmt == "dot":
-        with open(path, "w") as f:
-            f.write(source)
-        return path
-    try:
-        data = g.pipe(format=fmt) if dot_available() else None
-    except graphviz.ExecutableNotFound:
-        data = None
-    if data is None:
-        dot_path = os.path.splitext(path)[0] + ".dot"
-        with open(dot_path, "w") as f:
-            f.write(source)
-        raise DotMissingError(dot_path)
-    with open(path, "wb") as f:
-        f.write(data)
-    return path
+
+    def laid_out(fmt: str) -> bytes:
+        if not dot_available():
+            raise graphviz.ExecutableNotFound(["dot"])
+        return bytes(g.pipe(format=fmt))
+    return _write_picture(path, source, laid_out)

@@ -127,7 +127,6 @@ def _scope_view(sg: Optional["ScopeGraph"], key: str) -> dict[str, Any]:
     biggest = max((n for n in sg.levels[0].nodes if n.kind == "group"),
                   key=lambda n: n.bytes, default=None)
     return {"levels": [{"index": lv.index, "path": lv.path or "the whole program",
-                        "parent": -1 if lv.parent is None else lv.parent,
                         "notes": list(lv.notes), "svg": Markup(svgs[lv.index])}
                        for lv in sg.levels],
             "index": Markup(blob), "missing": "",
