@@ -544,6 +544,74 @@ def _custom_call(comp: Computation, instr: Instruction, ops: list[Shape]) -> Non
                        f"api_version={raw} is not one of {', '.join(sorted(API_VERSIONS))}")
 
 
+# The ops XLA's parser lets carry ``result_accuracy`` (the unary transcendentals; any other
+# opcode is "unexpected attribute"), and its two forms: a mode, or tolerances that are not
+# negative (XLA's HloInstruction::CreateUnary CHECK-fails on a negative one).
+ACCURACY_OPS = frozenset("""
+exponential exponential-minus-one log log-plus-one logistic tanh sqrt rsqrt cbrt sine cosine
+tan erf acos asin acosh asinh atanh cosh sinh""".split())
+_ACCURACY_MODE = re.compile(r"\{\s*mode\s*=\s*(default|highest)\s*\}", re.I)
+_ACCURACY_TOLERANCE = re.compile(r"\{\s*tolerance\s*=\s*\{([^{}]*)\}\s*\}")
+_ACCURACY_KEY = re.compile(r"\s*(atol|rtol|ulps)\s*=\s*([-+]?[\d.]+(?:[eE][-+]?\d+)?)\s*")
+
+
+def _result_accuracy(opcode: str, raw: str) -> None:
+    if opcode not in ACCURACY_OPS:
+        raise _Problem("result-accuracy",
+                       f"{opcode} takes no result_accuracy (only the unary "
+                       "transcendentals do: exponential, log, tanh, sqrt, sine, erf, ...)")
+    raw = raw.strip()
+    if _ACCURACY_MODE.fullmatch(raw):
+        return
+    m = _ACCURACY_TOLERANCE.fullmatch(raw)
+    fields = [f for f in m.group(1).split(",")] if m and m.group(1).strip() else []
+    parsed = [_ACCURACY_KEY.fullmatch(f) for f in fields]
+    if m is None or not all(parsed):
+        raise _Problem("result-accuracy",
+                       f"result_accuracy={raw} is neither {{mode=default|highest}} nor "
+                       "{tolerance={atol=A,rtol=R,ulps=U}}")
+    for k in parsed:
+        assert k is not None
+        if float(k.group(2)) < 0:
+            raise _Problem("result-accuracy",
+                           f"result_accuracy's {k.group(1)}={k.group(2)} is negative")
+
+
+def _dynamic_reshape(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    """dynamic-reshape(operand, size0, ..., size[rank-1]): one integral scalar size per result
+    dimension; the result's bounds hold as many elements as the operand's (XLA CHECKs both
+    when it builds the instruction)."""
+    if not ops or not ops[0].is_array or not instr.shape.is_array:
+        return
+    if len(ops) - 1 != instr.shape.rank:
+        raise _Problem("dynamic-reshape", f"dynamic-reshape to {_text(instr.shape)} takes "
+                                          f"{instr.shape.rank} sizes, not {len(ops) - 1}")
+    _integral_scalars("dynamic-reshape", ops, 1)
+    if math.prod(ops[0].dimensions) != math.prod(instr.shape.dimensions):
+        raise _Problem("dynamic-reshape",
+                       f"dynamic-reshape of {_text(ops[0])} ({math.prod(ops[0].dimensions)} "
+                       f"elements) to bounds {_text(instr.shape)} "
+                       f"({math.prod(instr.shape.dimensions)})")
+
+
+def _async_chain(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    """async-update and async-done: one operand, an async-start or async-update; an update has
+    its operand's shape, a done the wrapped computation's result (element 1 of it)."""
+    if len(instr.operands) != 1 or comp._index[instr.operands[0]].opcode not in (
+            "async-start", "async-update"):
+        raise _Problem("async-chain", f"{instr.opcode} takes one operand, an async-start or "
+                                      "async-update")
+    bundle = ops[0]
+    if not bundle.is_tuple or len(bundle.tuple_shapes) < 2:
+        return  # the start's own rule says so
+    want = bundle if instr.opcode == "async-update" else bundle.tuple_shapes[1]
+    if _text(instr.shape) != _text(want):
+        raise _Problem("async-chain",
+                       f"{instr.opcode} is {_text(instr.shape)}; its operand's "
+                       f"{'bundle' if instr.opcode == 'async-update' else 'result'} is "
+                       f"{_text(want)}")
+
+
 _RULES: dict[str, Rule] = {
     **{op: _elementwise_typed for op in BINARY | UNARY},
     "select": _ternary, "clamp": _ternary,
@@ -552,6 +620,8 @@ _RULES: dict[str, Rule] = {
     "get-tuple-element": _get_tuple_element,
     "dynamic-slice": _dynamic_slice, "dynamic-update-slice": _dynamic_update_slice,
     "pad": _pad, "iota": _iota, "convolution": _convolution, "custom-call": _custom_call,
+    "dynamic-reshape": _dynamic_reshape, "async-update": _async_chain,
+    "async-done": _async_chain,
     **{op: _collective for op in ("all-reduce", "all-reduce-start", "all-gather",
                                   "all-gather-start", "reduce-scatter", "all-to-all",
                                   "collective-permute")},
@@ -598,7 +668,7 @@ def _unknown_opcode(opcode: str) -> _Problem:
 
 def _called(module: Module, instr: Instruction, ops: list[Shape]) -> None:
     """fusion and call: operands against the called computation's parameters; while: body
-    and condition signatures."""
+    and condition signatures; async-start: its bundle against the wrapped computation."""
     if instr.opcode in ("fusion", "call") and instr.called_computations:
         callee = module.computation(instr.called_computations[0])
         params = callee.parameters
@@ -637,6 +707,24 @@ def _called(module: Module, instr: Instruction, ops: list[Shape]) -> None:
                 raise _Problem("conditional-branches",
                                f"branch {k} {c.name} returns {_text(c.root.shape)}, not the "
                                f"conditional's {_text(instr.shape)}")
+    elif instr.opcode == "async-start" and instr.called_computations[0] in module:
+        callee = module.computation(instr.called_computations[0])
+        bundle = instr.shape
+        inputs = tuple(p.shape for p in callee.parameters)
+        if not bundle.is_tuple or len(bundle.tuple_shapes) < 2:
+            raise _Problem("async-bundle", f"async-start's shape {_text(bundle)} is not a "
+                                           "tuple of (operands, result, context...)")
+        operands, result = bundle.tuple_shapes[0], bundle.tuple_shapes[1]
+        for what, want in ((f"{callee.name} takes", inputs), ("its operands are", tuple(ops))):
+            if not operands.is_tuple or [_text(s) for s in operands.tuple_shapes] != [
+                    _text(s) for s in want]:
+                raise _Problem("async-bundle",
+                               f"async-start's bundle element 0 is {_text(operands)}; {what} "
+                               f"({', '.join(_text(s) for s in want)})")
+        if _text(result) != _text(callee.root.shape):
+            raise _Problem("async-bundle", f"async-start's bundle element 1 is "
+                                           f"{_text(result)}; {callee.name} returns "
+                                           f"{_text(callee.root.shape)}")
     elif instr.opcode == "while":
         names = dict(a for a in ((x.key, x.value.lstrip("%")) for x in instr.attributes)
                      if a[0] in ("body", "condition"))
@@ -825,6 +913,8 @@ def problems(module: Module) -> list[Problem]:
                 for a in instr.attributes:
                     if a.key == "sharding":
                         _sharding(a.value)
+                    elif a.key == "result_accuracy":
+                        _result_accuracy(instr.opcode, a.value)
             except _Problem as e:
                 out.append((comp, instr, e.rule, e.message))
     return out
