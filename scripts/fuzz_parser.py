@@ -36,6 +36,38 @@ def seeds() -> list[str]:
     return out
 
 
+# Pieces of the grammar a mutant gains: delimiters, shapes, layouts, names, attribute keys,
+# literals, comments, strings and line breaks where XLA's lexer allows whitespace.
+PIECES = ["{", "}", "(", ")", "[", "]", ",", "=", ":", "->", "\n", " ", "%x", "%p0#1",
+          "ROOT ", "ENTRY ", "HloModule m", "f32[4]", "f32[2,3]{1,0}", "(f32[], s32[])",
+          "bf16[8]{0:T(128)}", "pred[]", "token[]", "s4[2]", "f32[?,4]", "{1,0}", "{0:S(1)}",
+          "parameter(0)", "constant(1)", "constant({1, 2})", "add(", "fusion(", "kind=kLoop",
+          "calls=", "to_apply=%x", "dimensions={0}", "metadata={op_name=\"a\"}",
+          "backend_config=\"{}\"", "sharding={replicated}", "/*c*/", "//c\n", "\"", "\\",
+          "-inf", "nan", "1e40", "-1", "0x1F", "#", "...", "\u00e9", "\t", "\r\n"]
+
+
+def mutate(text: str, ops: list[tuple[int, int, int, int]]) -> str:
+    """Apply (kind, a, b, piece) edits: delete, repeat or swap a span of at most 64
+    characters, or insert a piece of the grammar (the tests' and scripts/agreement_xla.py's
+    mutants)."""
+    for kind, a, b, piece in ops:
+        n = len(text)
+        if n == 0:
+            return PIECES[piece % len(PIECES)]
+        i, j = sorted((a % (n + 1), b % (n + 1)))
+        j = min(j, i + 64)
+        if kind == 0:
+            text = text[:i] + text[j:]  # delete a span
+        elif kind == 1:
+            text = text[:j] + text[i:j] + text[j:]  # repeat it
+        elif kind == 2:
+            text = text[:i] + PIECES[piece % len(PIECES)] + text[i:]  # insert grammar
+        else:
+            text = text[:i] + text[j:j + (j - i)] + text[i:j] + text[j + (j - i):]  # swap
+    return text
+
+
 def check(text: str) -> None:
     """The property: raise AssertionError (or let any unexpected exception through) when the
     parser or verifier misbehaves on ``text``."""

@@ -7,6 +7,7 @@ into a located HloParseError.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Optional, Union
@@ -49,7 +50,10 @@ _METADATA_INT = frozenset({"source_line", "source_end_line", "source_column",
                            "source_end_column", "stack_frame_id"})
 
 
-_METADATA_STR = frozenset(OpMetadata.__dataclass_fields__) - _METADATA_INT
+_METADATA_STR = frozenset(k for k in OpMetadata.__dataclass_fields__
+                          if not k.startswith("_")) - _METADATA_INT
+# Fields XLA's metadata has that hloscope does not model.
+_METADATA_OTHER = frozenset({"profile_type", "metadata_payload"})
 
 
 def parse_metadata(raw: str) -> OpMetadata:
@@ -67,6 +71,11 @@ def parse_metadata(raw: str) -> OpMetadata:
             except ValueError:
                 raise ValueError(f"metadata {key} must be an integer, not '{bare or quoted}'") \
                     from None
+        elif key not in _METADATA_OTHER and "_flaw" not in fields:
+            fields["_flaw"] = f"has a field {key}, which XLA's metadata does not have"
+    if "_flaw" not in fields and (not raw.startswith("{") or not raw.endswith("}") or
+                                  _KV_RE.sub("", raw[1:-1]).strip(" ,\t\n")):
+        fields["_flaw"] = "is not {field=value ...}"
     return OpMetadata(**fields)
 
 
@@ -168,8 +177,9 @@ def parse_name_list(raw: str) -> tuple[str, ...]:
     return tuple(m.group(1) for m in _NAME_RE.finditer(raw))
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_int_list(raw: str) -> tuple[int, ...]:
-    """``{0,1}`` → (0, 1)."""
+    """``{0,1}`` → (0, 1); the same few lists recur thousands of times in a module."""
     return tuple(int(x) for x in re.findall(r"-?\d+", raw))
 
 

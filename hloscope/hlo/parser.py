@@ -13,7 +13,7 @@ import os
 import re
 from itertools import accumulate, compress, repeat
 from operator import sub
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from hloscope.hlo import attributes as attrs
 from hloscope.hlo.gcpause import gc_paused
@@ -101,6 +101,10 @@ _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _OPEN = frozenset("{([")
 _CLOSE = frozenset("})]")
 _KV_INT_RE = re.compile(r"([A-Za-z_]+)=(-?\d+)")
+# The fields of a stack-frame table row, all of which XLA's parser requires.
+_ROW_FIELDS = {"FileLocations": frozenset({"file_name_id", "function_name_id", "line",
+                                           "end_line", "column", "end_column"}),
+               "StackFrames": frozenset({"file_location_id", "parent_frame_id"})}
 
 
 def tokenize(text: str, pos: int = 0,
@@ -638,14 +642,24 @@ class _Parser:
 
     # ---------------------------------------------------------------- stack frame tables
     def stack_frame_tables(self) -> StackFrameIndex:
-        tables: dict[str, list[object]] = {t: [] for t in _TABLES}
+        # Rows by their id: XLA's parser takes ids out of order or with gaps (a reference to a
+        # missing row resolves to nothing, as XLA drops it), so a gap is an empty row here.
+        tables: dict[str, dict[int, object]] = {t: {} for t in _TABLES}
+        order = list(_TABLES)  # the tables still to come
         kinds, values = self.kinds, self.values
         while True:
             self.skip_nl()
             if kinds[self.i] != "NAME" or values[self.i] not in tables:
+                if 0 < len(order) < len(_TABLES):
+                    # XLA's parser reads all four tables, in this order, once each.
+                    raise self.error(f"table {order[0]}")
                 break
-            rows = tables[values[self.i]]
             table = values[self.i]
+            if not order or table != order[0]:
+                raise self.error(f"table {order[0] if order else 'no more'} (the stack frame "
+                                 f"tables come once each, in the order {', '.join(_TABLES)})")
+            order.pop(0)
+            rows = tables[table]
             self.i += 1
             self.end_of_line(f"end of line after '{table}'")
             self.skip_nl()
@@ -653,34 +667,46 @@ class _Parser:
                 if not values[self.i].isdigit():
                     raise self.error(f"a row number in table {table}")
                 row_id = int(values[self.i])
-                if row_id != len(rows) + 1:
-                    raise self.error(f"row id {len(rows) + 1} in table {table}")
+                if row_id < 1:
+                    raise self.error(f"a row id of 1 or more in table {table}")
                 self.i += 1
                 if table in ("FileNames", "FunctionNames"):
                     if kinds[self.i] != "STRING":
                         raise self.error(f"a quoted name in table {table}")
-                    rows.append(attrs.unquote(values[self.i]))
+                    rows[row_id] = attrs.unquote(values[self.i])
                 else:
                     if kinds[self.i] != "BRACED":
                         raise self.error(f"a {{key=value ...}} row in table {table}")
-                    fields = {k: int(v) for k, v in _KV_INT_RE.findall(values[self.i])}
+                    found = _KV_INT_RE.findall(values[self.i])
+                    fields = {k: int(v) for k, v in found}
+                    if (set(fields) != _ROW_FIELDS[table] or len(found) != len(fields)
+                            or _KV_INT_RE.sub("", values[self.i][1:-1]).strip()):
+                        raise self.error(f"a row of table {table} with each of "
+                                         f"{', '.join(sorted(_ROW_FIELDS[table]))} once "
+                                         "(field=integer)")
                     if table == "FileLocations":
-                        rows.append(FileLocation(
+                        rows[row_id] = FileLocation(
                             fields.get("file_name_id", 0), fields.get("function_name_id", 0),
                             fields.get("line", 0), fields.get("end_line", 0),
-                            fields.get("column", 0), fields.get("end_column", 0)))
+                            fields.get("column", 0), fields.get("end_column", 0))
                     else:
                         # XLA prints parent_frame_id one above the id it refers to, so the
                         # outermost frame shows 1 (0 + 1); undo that, 0 meaning "no parent".
                         parent = max(fields.get("parent_frame_id", 0) - 1, 0)
-                        rows.append(StackFrame(fields.get("file_location_id", 0), parent))
+                        rows[row_id] = StackFrame(fields.get("file_location_id", 0), parent)
                 self.i += 1
                 self.end_of_line(f"end of line after a row of table {table}")
                 self.skip_nl()
                 self.refill()
-        return StackFrameIndex(
-            tuple(tables["FileNames"]), tuple(tables["FunctionNames"]),  # type: ignore[arg-type]
-            tuple(tables["FileLocations"]), tuple(tables["StackFrames"]))  # type: ignore[arg-type]
+        empty: dict[str, object] = {"FileNames": "", "FunctionNames": "",
+                                    "FileLocations": FileLocation(0, 0, 0, 0, 0, 0),
+                                    "StackFrames": StackFrame(0, 0)}
+
+        def rows_of(table: str) -> tuple[Any, ...]:
+            rows = tables[table]
+            return tuple(rows.get(k, empty[table]) for k in range(1, max(rows, default=0) + 1))
+        return StackFrameIndex(rows_of("FileNames"), rows_of("FunctionNames"),
+                               rows_of("FileLocations"), rows_of("StackFrames"))
 
     # ---------------------------------------------------------------- computations
     def computation(self) -> Computation:

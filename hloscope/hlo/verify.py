@@ -21,6 +21,7 @@ from hloscope.hlo.infer import BINARY, UNARY, dot_dims, padded_dims, padding_con
 from hloscope.hlo.ir import Computation, Instruction, Module
 from hloscope.hlo.parser import HloParseError
 from hloscope.hlo.shape import Shape
+from hloscope.hlo.xla_attributes import ALLOWED, COMMON, REQUIRED
 
 
 class HloVerifyError(HloParseError):
@@ -544,22 +545,16 @@ def _custom_call(comp: Computation, instr: Instruction, ops: list[Shape]) -> Non
                        f"api_version={raw} is not one of {', '.join(sorted(API_VERSIONS))}")
 
 
-# The ops XLA's parser lets carry ``result_accuracy`` (the unary transcendentals; any other
-# opcode is "unexpected attribute"), and its two forms: a mode, or tolerances that are not
-# negative (XLA's HloInstruction::CreateUnary CHECK-fails on a negative one).
-ACCURACY_OPS = frozenset("""
-exponential exponential-minus-one log log-plus-one logistic tanh sqrt rsqrt cbrt sine cosine
-tan erf acos asin acosh asinh atanh cosh sinh""".split())
+# result_accuracy's two forms: a mode, or tolerances that are not negative (XLA's
+# HloInstruction::CreateUnary CHECK-fails on a negative one). Which opcodes may carry it is
+# the attribute table's (the unary transcendentals).
 _ACCURACY_MODE = re.compile(r"\{\s*mode\s*=\s*(default|highest)\s*\}", re.I)
 _ACCURACY_TOLERANCE = re.compile(r"\{\s*tolerance\s*=\s*\{([^{}]*)\}\s*\}")
 _ACCURACY_KEY = re.compile(r"\s*(atol|rtol|ulps)\s*=\s*([-+]?[\d.]+(?:[eE][-+]?\d+)?)\s*")
 
 
-def _result_accuracy(opcode: str, raw: str) -> None:
-    if opcode not in ACCURACY_OPS:
-        raise _Problem("result-accuracy",
-                       f"{opcode} takes no result_accuracy (only the unary "
-                       "transcendentals do: exponential, log, tanh, sqrt, sine, erf, ...)")
+def _result_accuracy(raw: str) -> None:
+    """The value's form (which opcodes may carry it is the attribute rule's)."""
     raw = raw.strip()
     if _ACCURACY_MODE.fullmatch(raw):
         return
@@ -610,6 +605,169 @@ def _async_chain(comp: Computation, instr: Instruction, ops: list[Shape]) -> Non
                        f"{instr.opcode} is {_text(instr.shape)}; its operand's "
                        f"{'bundle' if instr.opcode == 'async-update' else 'result'} is "
                        f"{_text(want)}")
+
+
+# The form of each attribute's value, as XLA's parser reads it (its attribute types: bool,
+# int64, braced int64 list, the enums, metadata and frontend attributes, window, sharding;
+# held against XLA's parser in tests/test_verify.py). An attribute not listed here is not
+# checked. A checker returns what is wrong, or None.
+_BOOL = frozenset("""constrain_layout use_global_device_ids indices_are_sorted unique_indices
+is_stable largest lower left_side unit_diagonal is_host_transfer custom_call_has_side_effect
+is_composite is_reverse is_associative""".split())
+_INT = frozenset("""index iota_dimension channel_id feature_group_count batch_group_count
+exponent_bits mantissa_bits index_vector_dim k feature_index num_carries
+cross_program_prefetch_index inferred_dimension""".split())
+_INT_LIST = frozenset("""dimensions lhs_batch_dims rhs_batch_dims lhs_contracting_dims
+rhs_contracting_dims dynamic_slice_sizes fft_length offset_dims collapsed_slice_dims
+start_index_map slice_sizes update_window_dims inserted_window_dims
+scatter_dims_to_operand_dims operand_batching_dims start_indices_batching_dims
+input_batching_dims scatter_indices_batching_dims lhs_ragged_dims rhs_group_dims""".split())
+# enum → (its values, whether XLA reads them in any case)
+_ENUMS: dict[str, tuple[frozenset[str], bool]] = {
+    "direction": (frozenset("EQ NE GE GT LE LT".split()), False),
+    "type": (frozenset("FLOAT TOTALORDER SIGNED UNSIGNED".split()), False),
+    "schedule": (frozenset("schedule_none schedule_latest schedule_earliest".split()), True),
+    "transpose_a": (frozenset("NO_TRANSPOSE TRANSPOSE ADJOINT".split()), False),
+    "distribution": (frozenset("rng_uniform rng_normal".split()), True),
+    "fft_type": (frozenset("FFT IFFT RFFT IRFFT".split()), False),
+    "padding_type": (frozenset("PADDING_INVALID PADDING_VALID PADDING_SAME".split()), False),
+    "mode": (frozenset("cross_replica cross_partition cross_replica_and_partition "
+                       "flattened_id".split()), False),
+}
+_ENUMS_BY_OPCODE = {("rng-bit-generator", "algorithm"): (
+    frozenset("rng_default rng_three_fry rng_philox".split()), True)}
+_PRECISIONS = frozenset("default high highest".split())
+_INT_RE = re.compile(r"[-+]?\d+")
+_INT_LIST_RE = re.compile(r"\{\s*(?:[-+]?\d+\s*(?:,\s*[-+]?\d+\s*)*)?\}")
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_FRONTEND_KEY = re.compile(r"\s*[A-Za-z_][\w.\-]*\s*=\s*")
+_QUOTED_RE = re.compile(_QUOTED)
+
+
+def _frontend_ok(v: str) -> bool:
+    """``{name="value", name={...}}``: each value a quoted string or a braced block (XLA
+    prints Shardy's meshes that way)."""
+    if not (v.startswith("{") and v.endswith("}")):
+        return False
+    i, end = 1, len(v) - 1
+    while True:
+        while i < end and v[i].isspace():
+            i += 1
+        if i == end:
+            return True
+        m = _FRONTEND_KEY.match(v, i, end)
+        if m is None:
+            return False
+        i = m.end()
+        if i < end and v[i] == '"':
+            q = _QUOTED_RE.match(v, i, end)
+            if q is None:
+                return False
+            i = q.end()
+        elif i < end and v[i] == "{":
+            depth = 0
+            while i < end:
+                depth += {"{": 1, "}": -1}.get(v[i], 0)
+                i += 1
+                if depth == 0:
+                    break
+            if depth:
+                return False
+        else:
+            return False
+        while i < end and v[i].isspace():
+            i += 1
+        if i < end and v[i] == ",":
+            i += 1
+        elif i < end:
+            return False
+
+
+_WINDOW_FIELD = re.compile(r"(size|stride|lhs_dilate|rhs_dilate|rhs_reversal|pad)=(\S+)")
+_WINDOW_DIMS = re.compile(r"\d+(?:x\d+)*")
+_WINDOW_PADS = re.compile(r"-?\d+_-?\d+(?:x-?\d+_-?\d+)*")
+_SHARDING_HEADS = ("replicated", "maximal", "manual", "devices", "unknown", "{", "}",
+                   "last_tile", "metadata", "shard_", "unreduced", "@", "mesh", "[")
+
+
+def _enum(values: frozenset[str], any_case: bool, value: str) -> Optional[str]:
+    if (value.lower() if any_case else value) in values:
+        return None
+    return f"is not one of {', '.join(sorted(values))}"
+
+
+def _attribute_value(opcode: str, key: str, value: str) -> Optional[str]:
+    """What is wrong with one attribute's value, or None (see the tables above)."""
+    v = value.strip()
+    if key in _BOOL:
+        return None if v in ("true", "false") else "is not true or false"
+    if key in _INT:
+        return None if _INT_RE.fullmatch(v) else "is not an integer"
+    if key in _INT_LIST:
+        return None if _INT_LIST_RE.fullmatch(v) else "is not a braced list of integers"
+    enum = _ENUMS.get(key) or _ENUMS_BY_OPCODE.get((opcode, key))
+    if enum is not None:
+        return _enum(enum[0], enum[1], v)
+    if key == "operand_precision":
+        if not (v.startswith("{") and v.endswith("}")):
+            return "is not a braced list of precisions"
+        bad = [p for p in (x.strip() for x in v[1:-1].split(",")) if p and
+               p.lower() not in _PRECISIONS]
+        return f"holds {bad[0]}, not one of DEFAULT, HIGH, HIGHEST" if bad else None
+    if key == "frontend_attributes":
+        return None if _frontend_ok(v) else 'is not {name="value" or name={...}, ...}'
+    if key == "backend_config":
+        return None if v.startswith(('"', "{")) else "is neither a quoted string nor {...}"
+    if key == "window":
+        if not (v.startswith("{") and v.endswith("}")):
+            return "is not {size=... stride=... pad=...}"
+        fields = v[1:-1].split()
+        for f in fields:
+            w = _WINDOW_FIELD.fullmatch(f)
+            if w is None:
+                return f"has {f}, not size=, stride=, pad=, lhs_dilate=, rhs_dilate= or " \
+                       "rhs_reversal="
+            form = _WINDOW_PADS if w.group(1) == "pad" else _WINDOW_DIMS
+            if not form.fullmatch(w.group(2)):
+                return (f"has {f}: pads are low_high per dimension, joined by x" if
+                        w.group(1) == "pad" else f"has {f}: sizes per dimension joined by x")
+        return None
+    if key == "sharding":
+        inner = v[1:].lstrip() if v.startswith("{") else ""
+        if not v.startswith("{") or (inner and not inner.startswith(_SHARDING_HEADS)):
+            return "is not a sharding ({replicated}, {maximal device=N}, {devices=[...]...})"
+    return None
+
+
+_ALLOWED = {op: COMMON | extra for op, extra in ALLOWED.items()}
+_REQUIRED = {**REQUIRED, "conditional": ()}  # and one of its two forms
+_CHECKED_VALUES = _BOOL | _INT | _INT_LIST | set(_ENUMS) | {k for _, k in _ENUMS_BY_OPCODE} | {
+    "operand_precision", "frontend_attributes", "backend_config", "window", "sharding"}
+
+
+def _clip(value: str, n: int = 60) -> str:
+    return value if len(value) <= n else value[:n - 3] + "..."
+
+
+def _unexpected_attribute(instr: Instruction, key: str, allowed: frozenset[str]) -> _Problem:
+    import difflib
+    close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
+    own = sorted(allowed - COMMON)
+    return _Problem("attribute", f"XLA does not allow {key}= on {instr.opcode}" + (
+        f" (did you mean {close[0]}?)" if close else
+        f"; it allows {', '.join(own) + ' and ' if own else 'only '}the common ones "
+        "(metadata, sharding, backend_config, ...)"))
+
+
+def _required_attributes(instr: Instruction, need: tuple[str, ...]) -> None:
+    keys = {a.key for a in instr.attributes}
+    missing = [k for k in need if k not in keys]
+    if instr.opcode == "conditional" and not (
+            "branch_computations" in keys) ^ ("true_computation" in keys
+                                              and "false_computation" in keys):
+        missing.append("branch_computations (or true_computation and false_computation)")
+    if missing:
+        raise _Problem("attribute", f"{instr.opcode} needs {', '.join(missing)}")
 
 
 _RULES: dict[str, Rule] = {
@@ -874,9 +1032,93 @@ def _sharding(raw: str) -> None:
 Problem = tuple[Optional[Computation], Optional[Instruction], str, str]
 
 
+_INDEX = r"\{\s*(?:\d+\s*(?:,\s*\d+\s*)*)?\}"
+_ALIAS_ENTRY = (_INDEX + r"\s*:\s*\(\s*\d+\s*(?:,\s*" + _INDEX
+                + r")?\s*(?:,\s*(?:may-alias|must-alias))?\s*\)")
+_ALIAS_FORM = re.compile(r"\{\s*(?:" + _ALIAS_ENTRY + r"\s*(?:,\s*" + _ALIAS_ENTRY
+                         + r"\s*)*)?\}")
+
+
+def _subshape(shape: Shape, index: tuple[int, ...]) -> Optional[Shape]:
+    """The element of a (nested) tuple shape at ``index``, or None where it has none."""
+    for k in index:
+        if not shape.is_tuple or not 0 <= k < len(shape.tuple_shapes):
+            return None
+        shape = shape.tuple_shapes[k]
+    return shape
+
+
+def _parameter_numbers(comp: Computation) -> Optional[tuple[Instruction, _Problem]]:
+    """A computation's parameters are numbered 0..n-1, each once (XLA's parser refuses a
+    duplicate and CHECK-fails on a gap)."""
+    seen: dict[int, Instruction] = {}
+    params = [i for i in comp.instructions if i.opcode == "parameter"]
+    for p in params:
+        n = p.parameter_number
+        if n is None:
+            continue
+        if n in seen:
+            return p, _Problem("parameter-numbers", f"parameter({n}) is taken by "
+                                                   f"{seen[n].name} already")
+        seen[n] = p
+        if not 0 <= n < len(params):
+            return p, _Problem("parameter-numbers",
+                               f"parameter({n}) in a computation of {len(params)} "
+                               f"parameters: they are numbered 0..{len(params) - 1}")
+    return None
+
+
+# The header attributes XLA's parser knows ("HloModule m, ..."; jaxlib 0.10.2's answer to an
+# unknown one lists them).
+MODULE_ATTRIBUTES = frozenset("""alias_passthrough_params
+allow_spmd_sharding_propagation_to_output allow_spmd_sharding_propagation_to_parameters
+buffer_donor entry_computation_layout frontend_attributes input_output_alias is_scheduled
+num_partitions origin_recovery_table replica_count""".split())
+_BOOL_LIST = re.compile(r"\{\s*(?:(?:true|false)\s*(?:,\s*(?:true|false)\s*)*)?\}|true|false")
+
+
+def _module_header(module: Module) -> Optional[_Problem]:
+    seen: set[str] = set()
+    for a in module.attributes:
+        if a.key not in MODULE_ATTRIBUTES:
+            return _Problem("module-attribute",
+                            f"XLA's parser does not know the module attribute {a.key}= (it "
+                            f"knows {', '.join(sorted(MODULE_ATTRIBUTES))})")
+        if a.key in seen:
+            return _Problem("module-attribute", f"the module attribute {a.key}= is given twice")
+        seen.add(a.key)
+        v = a.value.strip()
+        wrong = None
+        if a.key in ("is_scheduled", "alias_passthrough_params"):
+            wrong = None if v in ("true", "false") else "is not true or false"
+        elif a.key in ("replica_count", "num_partitions"):
+            wrong = None if _INT_RE.fullmatch(v) else "is not an integer"
+        elif a.key.startswith("allow_spmd"):
+            wrong = None if _BOOL_LIST.fullmatch(v) else "is not true, false or {true,false,...}"
+        elif a.key == "frontend_attributes":
+            wrong = _attribute_value("", a.key, v)
+        if wrong is not None:
+            return _Problem("module-attribute", f"{a.key}={_clip(a.value)} {wrong}")
+    return None
+
+
 def _module_rules(module: Module) -> Optional[_Problem]:
+    header = _module_header(module)
+    if header is not None:
+        return header
+    raw = module.attribute("input_output_alias")
+    if raw is not None and not _ALIAS_FORM.fullmatch(raw.strip()):
+        return _Problem("alias-format",
+                        f"input_output_alias={_clip(raw)} is not "
+                        "{ {output index}: (parameter, {parameter index}, may-alias|must-alias)"
+                        ", ... }")
     params = len(module.entry.parameters)
     for a in module.input_output_alias:
+        if _subshape(module.entry.root.shape, a.output_index) is None:
+            where = ",".join(map(str, a.output_index))
+            return _Problem("alias-output",
+                            f"input_output_alias names output {{{where}}}, which the result "
+                            f"{_text(module.entry.root.shape)} does not have")
         if not 0 <= a.parameter_number < params:
             return _Problem("alias-parameter",
                             f"input_output_alias names parameter {a.parameter_number}; the "
@@ -896,12 +1138,57 @@ def problems(module: Module) -> list[Problem]:
     if p is not None:
         out.append((None, None, p.rule, p.message))
     rules = _RULES.get
+    allowed_on, required_of = _ALLOWED.get, _REQUIRED.get
+    checked = _CHECKED_VALUES
+    good_values: set[tuple[str, str, str]] = set()
     for comp in module.computations:
         index = comp._index
+        numbering = _parameter_numbers(comp)
+        if numbering is not None:
+            out.append((comp, numbering[0], numbering[1].rule, numbering[1].message))
         for instr in comp.instructions:
             try:
                 if instr.opcode not in XLA_OPCODES and not known_opcode(instr.opcode):
                     raise _unknown_opcode(instr.opcode)
+                # Attributes: each one XLA's parser allows on the opcode (the table is its
+                # own answer: scripts/probe_xla_attributes.py; opcodes not in it, such as an
+                # async wrapper's printed form custom-call-start, are not checked), the
+                # ones it requires there, and the values of sharding and result_accuracy.
+                allowed = allowed_on(instr.opcode)
+                need = required_of(instr.opcode)
+                seen = 0
+                for a in instr.attributes:
+                    key = a.key
+                    if allowed is not None and key not in allowed and not (
+                            # the tail of a mesh's replica groups, read apart by the
+                            # attribute list: replica_groups=mesh[...], device_ids=(...) {...}
+                            key == "device_ids" and instr.attribute("replica_groups")):
+                        raise _unexpected_attribute(instr, key, allowed)
+                    if need and key in need:
+                        seen += 1
+                    if key in checked:
+                        pair = (instr.opcode, key, a.value)
+                        if pair not in good_values:  # values repeat: each checked once
+                            wrong = _attribute_value(instr.opcode, key, a.value)
+                            if wrong is not None:
+                                raise _Problem("attribute-value",
+                                               f"{key}={_clip(a.value)} {wrong}")
+                            if key == "sharding":
+                                _sharding(a.value)
+                            good_values.add(pair)
+                    elif key == "metadata" and instr.metadata is not None \
+                            and instr.metadata._flaw:
+                        raise _Problem("attribute-value", f"metadata={_clip(a.value)} "
+                                                          f"{instr.metadata._flaw}")
+                    elif key == "result_accuracy":
+                        _result_accuracy(a.value)
+                if len(instr.attributes) > 1 and len({a.key for a in instr.attributes}) \
+                        < len(instr.attributes):
+                    keys = [a.key for a in instr.attributes]
+                    twice = next(k for k in keys if keys.count(k) > 1)
+                    raise _Problem("attribute", f"{twice}= is given twice")
+                if need is not None and (seen < len(need) or not need):
+                    _required_attributes(instr, need)
                 ops = [index[o].shape for o in instr.operands]
                 rule = rules(instr.opcode)
                 if rule is not None:
@@ -910,11 +1197,6 @@ def problems(module: Module) -> list[Problem]:
                     _called(module, instr, ops)
                 if instr.opcode == "constant":
                     _literal(instr)
-                for a in instr.attributes:
-                    if a.key == "sharding":
-                        _sharding(a.value)
-                    elif a.key == "result_accuracy":
-                        _result_accuracy(instr.opcode, a.value)
             except _Problem as e:
                 out.append((comp, instr, e.rule, e.message))
     return out
