@@ -759,10 +759,10 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # order, so that is smallest first and, among equal sizes, the latest in post order first
     # (measured on the bf16 step's dump, where the first-made-first order was 20% off).
     roles = computation_roles(module)
-    post = _post_order_positions(module, roles)
+    post, xla_pos = _post_order_positions(module, roles)
 
     def created(s: _Slot) -> int:
-        return min(post.get((m.computation, m.instruction), 0) for m in s.members)
+        return min(post.get(m.computation, m.instruction, 0) for m in s.members)
 
     output_slots.sort(key=lambda s: (s.size, -created(s), -s.id))
     output_sizes = [s.size for s in output_slots]
@@ -827,7 +827,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # the dump's value ids follow it, and schedule order instead moved the bf16 step by 45%).
     group_size = {g: max(v.size for v in members) for g, members in temp_groups}
     temp_groups.sort(key=lambda gm: (-group_size[gm[0]],
-                                     min(post.get((v.computation, v.instruction), 0)
+                                     min(post.get(v.computation, v.instruction, 0)
                                          for v in gm[1]), gm[0]))
     heap_slots: list[_Slot] = []
     delayed: list[tuple[int, list[Value]]] = []
@@ -929,8 +929,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # XLA's value ids, the heap's last tie-break (GlobalDecreasingSizeBestFitHeap sorts by
     # the buffer's id): a post order, not the schedule (measured: with schedule order two
     # equal gpu buffers traded places and the heap grew by 4.5%).
-    xla_pos = _post_order_positions(module, roles, callees_first=True)
-    xla_id = {v.id: (xla_pos.get((v.computation, v.instruction), len(xla_pos)), v.index, v.id)
+    xla_id = {v.id: (xla_pos.get(v.computation, v.instruction, len(xla_pos)), v.index, v.id)
               for v in values}
     keys = _heap_keys(heap_slots, group_of, xla_id) if be.temps_in_outputs else {}
     placement = pack([Interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),
@@ -999,9 +998,14 @@ def _heap_keys(heap_slots: list["_Slot"], group_of: dict[int, int],
     first, an event of its own), in (end, id) order, then the values that end there are freed
     (HeapSimulator::RunComputation). Buffers of size 0 make no events."""
     slot_of: dict[int, "_Slot"] = {}
+    # Each slot's members by the step they end at, in member order: the operand a value takes
+    # over is found among those, not by scanning every member of a slot that many values
+    # share in turn (quadratic in a long chain of take-overs).
+    ending_in: dict[tuple[int, int], list[Value]] = {}
     for s in heap_slots:
         for m in s.members:
             slot_of[m.id] = s
+            ending_in.setdefault((s.id, m.end), []).append(m)
     members = sorted((m for s in heap_slots for m in s.members),
                      key=lambda m: (m.start, m.end, xla_id[m.id]))
     starting: dict[int, list[Value]] = {}
@@ -1023,8 +1027,8 @@ def _heap_keys(heap_slots: list["_Slot"], group_of: dict[int, int],
             g = group_of[m.id]
             if g not in groups_seen and s.id in slot_started:
                 # It takes over an operand that dies here: that one is freed first.
-                for w in s.members:
-                    if w.end == step and w.id in began and w.id not in ended:
+                for w in ending_in.get((s.id, step), ()):
+                    if w.id in began and w.id not in ended:
                         ended[w.id] = clock
                         clock += 1
                         break
@@ -1069,7 +1073,7 @@ def partition_temps(order: list[tuple[bool, int]]) -> list[int]:
 
 
 def _combined_temp(slots: list["_Slot"], table_groups: list[list[Value]], heap: int,
-                   thread_locals: int, alignment: int, post: dict[tuple[str, str], int],
+                   thread_locals: int, alignment: int, post: "_Positions",
                    live_out: set[int]) -> int:
     """The size of XLA's one temp allocation: the heap and each temp tuple table's own
     allocation, combined end to end at aligned offsets (BufferAssignment::
@@ -1088,11 +1092,11 @@ def _combined_temp(slots: list["_Slot"], table_groups: list[list[Value]], heap: 
         first = min(s.members, key=lambda m: m.id)
         made.append((-s.size, 0 if (s.cls == OUTPUT or s.aliased or
                                     any(m.id in live_out for m in s.members)) else 1,
-                     min(post.get((m.computation, m.instruction), 0) for m in s.members),
+                     min(post.get(m.computation, m.instruction, 0) for m in s.members),
                      first.id, False, 0))
     for g in table_groups:
         size = max(v.size for v in g)
-        made.append((-size, 1, min(post.get((m.computation, m.instruction), 0) for m in g),
+        made.append((-size, 1, min(post.get(m.computation, m.instruction, 0) for m in g),
                      min(m.id for m in g), True, size))
     made.sort()
     order: list[tuple[bool, int]] = [(t, size) for *_, t, size in made]
@@ -1113,13 +1117,34 @@ def _placement(slot: "_Slot") -> str:
     return "temp-in-donated" if slot.aliased else "temp-in-output"
 
 
-def _post_order_positions(module: Module, roles: dict[str, str], callees_first: bool = False
-                          ) -> dict[tuple[str, str], int]:
+class _Positions:
+    """An instruction's position in one order of the program computations, each in its own
+    post order: the computation's offset plus the instruction's place in it. The places are
+    kept once per computation and shared by both orders (a dict keyed by (computation, name)
+    pairs held a tuple per instruction: 1.7x the text of the 32-layer llama step)."""
+
+    __slots__ = ("offset", "places", "size")
+
+    def __init__(self, offset: dict[str, int], places: dict[str, dict[str, int]]) -> None:
+        self.offset, self.places = offset, places
+        self.size = sum(len(p) for p in places.values())
+
+    def get(self, computation: str, instruction: str, default: int) -> int:
+        places = self.places.get(computation)
+        k = None if places is None else places.get(instruction)
+        return default if k is None else self.offset[computation] + k
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def _post_order_positions(module: Module, roles: dict[str, str]
+                          ) -> tuple[_Positions, _Positions]:
     """Position of each instruction in the order BufferAssigner sorts buffers by
     (AssignBuffersForComputations): the computations in reverse post order of the call graph
-    (the entry first, a while's body before its condition), each in its own post order.
-    ``callees_first``: the call graph's post order instead, the order XLA numbers its values
-    in (HloDataflowAnalysis walks MakeComputationPostOrder, then each computation's
+    (the entry first, a while's body before its condition), each in its own post order; and
+    in the call graph's post order instead, the order XLA numbers its values in
+    (HloDataflowAnalysis walks MakeComputationPostOrder, then each computation's
     MakeInstructionPostOrder: measured, the dumps' value ids follow it)."""
     called = {c for comp in module.computations for i in comp.instructions
               for c in i.called_computations}
@@ -1145,15 +1170,18 @@ def _post_order_positions(module: Module, roles: dict[str, str], callees_first: 
     for comp in module.computations:
         if comp.name not in called:
             visit(comp.name)
-    out: dict[tuple[str, str], int] = {}
     # Only the computations that are program steps hold buffers (not fused ones, not reducers).
-    for name in (order if callees_first else reversed(order)):
-        if roles.get(name) in ("fused", "applied"):
-            continue
-        comp = module.computation(name)
-        for instr in post_order_schedule(comp):
-            out[(comp.name, instr.name)] = len(out)
-    return out
+    steps = [n for n in order if roles.get(n) not in ("fused", "applied")]
+    places = {n: {instr.name: k for k, instr in enumerate(
+        post_order_schedule(module.computation(n)))} for n in steps}
+
+    def offsets(names: list[str]) -> dict[str, int]:
+        out, at = {}, 0
+        for n in names:
+            out[n] = at
+            at += len(places[n])
+        return out
+    return (_Positions(offsets(steps[::-1]), places), _Positions(offsets(steps), places))
 
 
 def _thread_local_sizes(module: Module, be: Backend, roles: dict[str, str]) -> list[int]:
