@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import random
 import re
-import subprocess
 import sys
 from collections import Counter
 
@@ -28,31 +26,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
-CHILD = r'''
-import json, sys
-from jaxlib import _hlo
-for key, text in json.loads(sys.stdin.read()):
-    try:
-        _hlo.hlo_module_from_text(text); r = ""
-    except Exception as e:
-        r = str(e)
-    print(json.dumps([key, r]), flush=True)
-'''
-
 
 def xla_verdicts(texts: list[str]) -> list[str | None]:
     """XLA's error for each text: "" when it parses, None when its parser crashed."""
-    out: dict[int, str | None] = {}
-    todo = list(enumerate(texts))
-    while todo:
-        proc = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(todo),
-                              capture_output=True, text=True)
-        done = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("[")]
-        out.update({k: v for k, v in done})
-        if len(done) < len(todo):
-            out[todo[len(done)][0]] = None
-        todo = todo[len(done) + 1:]
-    return [out[k] for k in range(len(texts))]
+    from probe_xla_attributes import ask
+    verdicts = ask([(str(k), t) for k, t in enumerate(texts)])
+    return [verdicts[str(k)] for k in range(len(texts))]
 
 
 def ours(text: str) -> tuple[str, str]:
