@@ -672,12 +672,15 @@ def test_attribute_value_twins_agree_with_xla() -> None:
     ("input_output_alias={ {x}: (0, {}) }", "alias-format"),
     ("input_output_alias={ {}: (0, {}, sometimes-alias) }", "alias-format"),
     ("input_output_alias={ {3}: (0, {}) }", "alias-output"),
+    ("input_output_alias={ {0}: (0, {}), }", None),  # a trailing comma XLA takes
+    ("buffer_donor={ (0 {}) }", "alias-format"),
+    ("buffer_donor={ (0, {}), }", None),
 ])
 def test_input_output_alias_form_and_output(header, rule) -> None:
     text = (f"HloModule m, {header}\nENTRY e {{\n  p = f32[2] parameter(0)\n"
             "  ROOT t = (f32[2], f32[2]) tuple(p, p)\n}\n")
     found = problems(parse(text))
-    assert [p[2] for p in found] == [rule]
+    assert [p[2] for p in found] == ([rule] if rule else [])
 
 
 @pytest.mark.parametrize("second, says", [("parameter(0)", "taken by a already"),
@@ -699,6 +702,8 @@ def test_alias_and_parameter_twins_agree_with_xla() -> None:
            "HloModule m, input_output_alias={ {3}: (0, {}) }\nENTRY e {\n  p = f32[2] "
            "parameter(0)\n  ROOT t = (f32[2], f32[2]) tuple(p, p)\n}\n",
            "HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n  b = f32[] parameter(0)\n"
-           "  ROOT r = f32[] add(a, b)\n}\n"]
+           "  ROOT r = f32[] add(a, b)\n}\n",
+           "HloModule m, buffer_donor={ (0 {}) }\nENTRY e {\n  p = f32[2] parameter(0)\n"
+           "  ROOT t = (f32[2], f32[2]) tuple(p, p)\n}\n"]
     good = bad[0].replace("{0} (0", "{0}: (0")
     assert _xla_accepts(good) and not any(_xla_accepts(t) for t in bad)

@@ -1035,8 +1035,16 @@ Problem = tuple[Optional[Computation], Optional[Instruction], str, str]
 _INDEX = r"\{\s*(?:\d+\s*(?:,\s*\d+\s*)*)?\}"
 _ALIAS_ENTRY = (_INDEX + r"\s*:\s*\(\s*\d+\s*(?:,\s*" + _INDEX
                 + r")?\s*(?:,\s*(?:may-alias|must-alias))?\s*\)")
-_ALIAS_FORM = re.compile(r"\{\s*(?:" + _ALIAS_ENTRY + r"\s*(?:,\s*" + _ALIAS_ENTRY
-                         + r"\s*)*)?\}")
+_DONOR_ENTRY = r"\(\s*\d+\s*,\s*" + _INDEX + r"\s*\)"
+
+
+def _entries(entry: str) -> re.Pattern[str]:
+    """``{ entry, entry, ... }``, a trailing comma allowed (as XLA's parser allows it)."""
+    return re.compile(r"\{\s*(?:" + entry + r"\s*(?:,\s*" + entry + r"\s*)*(?:,\s*)?)?\}")
+
+
+_ALIAS_FORM = _entries(_ALIAS_ENTRY)
+_DONOR_FORM = _entries(_DONOR_ENTRY)
 
 
 def _subshape(shape: Shape, index: tuple[int, ...]) -> Optional[Shape]:
@@ -1112,6 +1120,10 @@ def _module_rules(module: Module) -> Optional[_Problem]:
                         f"input_output_alias={_clip(raw)} is not "
                         "{ {output index}: (parameter, {parameter index}, may-alias|must-alias)"
                         ", ... }")
+    raw = module.attribute("buffer_donor")
+    if raw is not None and not _DONOR_FORM.fullmatch(raw.strip()):
+        return _Problem("alias-format", f"buffer_donor={_clip(raw)} is not "
+                                        "{ (parameter, {parameter index}), ... }")
     params = len(module.entry.parameters)
     for a in module.input_output_alias:
         if _subshape(module.entry.root.shape, a.output_index) is None:
