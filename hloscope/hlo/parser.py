@@ -100,7 +100,8 @@ _SINGLE_TOKEN_VALUES = frozenset({"BRACED", "NAME", "NUMBER", "STRING"})
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _OPEN = frozenset("{([")
 _CLOSE = frozenset("})]")
-_KV_INT_RE = re.compile(r"([A-Za-z_]+)=(-?\d+)")
+_KV_INT_RE = re.compile(r"([A-Za-z_]+)\s*=\s*(-?\d+)")
+_BLOCK_COMMENT_RE = re.compile(r"/\*.*?\*/", re.S)
 # The fields of a stack-frame table row, all of which XLA's parser requires.
 _ROW_FIELDS = {"FileLocations": frozenset({"file_name_id", "function_name_id", "line",
                                            "end_line", "column", "end_column"}),
@@ -670,20 +671,32 @@ class _Parser:
                 if row_id < 1:
                     raise self.error(f"a row id of 1 or more in table {table}")
                 self.i += 1
+                self.skip_nl()  # the row may begin on the next line
                 if table in ("FileNames", "FunctionNames"):
                     if kinds[self.i] != "STRING":
                         raise self.error(f"a quoted name in table {table}")
                     rows[row_id] = attrs.unquote(values[self.i])
                 else:
-                    if kinds[self.i] != "BRACED":
+                    row_at = self.i
+                    if kinds[self.i] == "PUNCT" and values[self.i] == "{":
+                        # A row over lines, which XLA reads: its pieces up to the brace.
+                        pieces = []
+                        while kinds[self.i] != "EOF" and values[self.i] != "}":
+                            if kinds[self.i] != "NL":
+                                pieces.append(values[self.i])
+                            self.i += 1
+                        row = " ".join(pieces[1:])
+                    elif kinds[self.i] == "BRACED":
+                        row = _BLOCK_COMMENT_RE.sub(" ", values[self.i][1:-1])
+                    else:
                         raise self.error(f"a {{key=value ...}} row in table {table}")
-                    found = _KV_INT_RE.findall(values[self.i])
+                    found = _KV_INT_RE.findall(row)
                     fields = {k: int(v) for k, v in found}
                     if (set(fields) != _ROW_FIELDS[table] or len(found) != len(fields)
-                            or _KV_INT_RE.sub("", values[self.i][1:-1]).strip()):
+                            or _KV_INT_RE.sub("", row).strip()):
                         raise self.error(f"a row of table {table} with each of "
                                          f"{', '.join(sorted(_ROW_FIELDS[table]))} once "
-                                         "(field=integer)")
+                                         "(field=integer)", row_at)
                     if table == "FileLocations":
                         rows[row_id] = FileLocation(
                             fields.get("file_name_id", 0), fields.get("function_name_id", 0),
@@ -881,11 +894,22 @@ class _Parser:
         kind = self.kinds[self.i]
         if kind == "SHAPE":
             value = self.values[self.i]
+            if value[-1] == "]" and self.values[self.i + 1] == "{" \
+                    and self.kinds[self.i + 1] == "PUNCT" and self.kinds[self.i + 2] == "NUMBER":
+                # A layout over lines (a brace then a number; a body's brace is followed by a
+                # line break).
+                return self._spread_shape()
             try:
                 shape = parse_array_shape(value)
             except ShapeError as e:
-                raise self.error_at(self.starts[self.i] + e.offset, _shape_expectation(e),
-                                    f"'{value}'") from None
+                bare = _BLOCK_COMMENT_RE.sub("", value)  # a comment between its pieces
+                try:
+                    if bare == value:
+                        raise
+                    shape = parse_array_shape(bare)
+                except ShapeError:
+                    raise self.error_at(self.starts[self.i] + e.offset, _shape_expectation(e),
+                                        f"'{value}'") from None
             self.i += 1
             return shape
         if kind == "PUNCT" and self.values[self.i] == "(":
@@ -905,7 +929,45 @@ class _Parser:
         if kind == "NAME" and self.values[self.i] in ("token", "opaque"):
             self.i += 1
             return parse_array_shape(self.values[self.i - 1] + "[]")
+        if kind == "NAME" and self.values[self.i + 1] == "[":
+            return self._spread_shape()
         raise self.error("a shape like f32[2,3]{1,0} or (f32[2], s32[])")
+
+    def _spread_shape(self) -> Shape:
+        """An array shape whose dimensions or layout hold line breaks or comments (XLA's lexer
+        skips them between a shape's pieces: ``f32[8,12`` then ``,128]``): its pieces joined
+        and read as one shape. The layout is the shape's only when its brace follows the
+        closing bracket on the same line (a brace after a line break opens a body)."""
+        kinds, values = self.kinds, self.values
+        start = self.i
+        pieces = [values[self.i]]
+        self.i += 1
+        closing = "]"
+        if pieces[0][-1] == "]":  # a SHAPE token, its layout to come
+            closing = "}"
+            pieces.append(values[self.i])
+            self.i += 1
+        while True:
+            kind, value = kinds[self.i], values[self.i]
+            if kind == "EOF":
+                raise self.error(f"'{closing}' closing the shape begun here", start)
+            self.i += 1
+            if kind in ("NL", "COMMENT"):
+                continue
+            pieces.append(value)
+            if value == closing:
+                if closing == "}" or values[self.i] not in ("{",) and kinds[self.i] != "BRACED":
+                    break
+                if kinds[self.i] == "BRACED":
+                    pieces.append(values[self.i])
+                    self.i += 1
+                    break
+                closing = "}"
+        text = "".join(pieces)
+        try:
+            return parse_array_shape(text)
+        except ShapeError as e:
+            raise self.error_at(self.starts[start], _shape_expectation(e), f"'{text}'") from None
 
     # ---------------------------------------------------------------- instructions
     def instruction(self) -> tuple[Instruction, int]:
@@ -916,6 +978,7 @@ class _Parser:
             self.i += 1
         line_pos = self.starts[self.i]
         name = self.expect_name("an instruction name")
+        self.skip_nl()  # `%x` then `= f32[] ...` on the next line, which XLA reads
         if values[self.i] != "=":
             raise self.error("'=' after the instruction name")
         self.i += 1
@@ -927,8 +990,20 @@ class _Parser:
             self.omitted[name] = self.i
             shape = _OMITTED
         else:
+            shape_at = self.i
             shape = self.shape()
             self.skip_nl()
+            if kinds[self.i] == "BRACED" and kinds[shape_at] == "SHAPE" \
+                    and values[shape_at][-1] == "]":
+                # The layout after a line break (or a comment then one), which XLA reads.
+                text = values[shape_at] + values[self.i]
+                try:
+                    shape = parse_array_shape(text)
+                except ShapeError as e:
+                    raise self.error_at(self.starts[self.i], _shape_expectation(e),
+                                        f"'{text}'") from None
+                self.i += 1
+                self.skip_nl()
         if kinds[self.i] != "NAME":
             raise self.error("an opcode")
         opcode = values[self.i]
