@@ -936,8 +936,8 @@ class _Parser:
     def _spread_shape(self) -> Shape:
         """An array shape whose dimensions or layout hold line breaks or comments (XLA's lexer
         skips them between a shape's pieces: ``f32[8,12`` then ``,128]``): its pieces joined
-        and read as one shape. The layout is the shape's only when its brace follows the
-        closing bracket on the same line (a brace after a line break opens a body)."""
+        and read as one shape. A brace after the closing bracket is its layout when a number
+        follows it (a brace then a line break opens a computation's body)."""
         kinds, values = self.kinds, self.values
         start = self.i
         pieces = [values[self.i]]
@@ -956,12 +956,14 @@ class _Parser:
                 continue
             pieces.append(value)
             if value == closing:
-                if closing == "}" or values[self.i] not in ("{",) and kinds[self.i] != "BRACED":
+                if closing == "}":
                     break
                 if kinds[self.i] == "BRACED":
                     pieces.append(values[self.i])
                     self.i += 1
                     break
+                if values[self.i] != "{" or kinds[self.i + 1] != "NUMBER":
+                    break  # no layout (a brace then a line break opens a body)
                 closing = "}"
         text = "".join(pieces)
         try:
