@@ -965,11 +965,15 @@ class _Parser:
                 if values[self.i] != "{" or kinds[self.i + 1] != "NUMBER":
                     break  # no layout (a brace then a line break opens a body)
                 closing = "}"
-        text = "".join(pieces)
+        return self._joined_shape("".join(pieces), start)
+
+    def _joined_shape(self, text: str, at: int) -> Shape:
+        """``text``, a shape put together from tokens, read; an error is located at token
+        ``at``."""
         try:
             return parse_array_shape(text)
         except ShapeError as e:
-            raise self.error_at(self.starts[start], _shape_expectation(e), f"'{text}'") from None
+            raise self.error_at(self.starts[at], _shape_expectation(e), f"'{text}'") from None
 
     # ---------------------------------------------------------------- instructions
     def instruction(self) -> tuple[Instruction, int]:
@@ -998,12 +1002,7 @@ class _Parser:
             if kinds[self.i] == "BRACED" and kinds[shape_at] == "SHAPE" \
                     and values[shape_at][-1] == "]":
                 # The layout after a line break (or a comment then one), which XLA reads.
-                text = values[shape_at] + values[self.i]
-                try:
-                    shape = parse_array_shape(text)
-                except ShapeError as e:
-                    raise self.error_at(self.starts[self.i], _shape_expectation(e),
-                                        f"'{text}'") from None
+                shape = self._joined_shape(values[shape_at] + values[self.i], self.i)
                 self.i += 1
                 self.skip_nl()
         if kinds[self.i] != "NAME":

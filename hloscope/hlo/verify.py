@@ -751,9 +751,14 @@ def _clip(value: str, n: int = 60) -> str:
     return value if len(value) <= n else value[:n - 3] + "..."
 
 
-def _unexpected_attribute(instr: Instruction, key: str, allowed: frozenset[str]) -> _Problem:
+def _closest(name: str, choices: frozenset[str], n: int) -> list[str]:
+    """Up to ``n`` of ``choices`` spelled like ``name`` (for "did you mean")."""
     import difflib
-    close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
+    return difflib.get_close_matches(name, sorted(choices), n=n, cutoff=0.6)
+
+
+def _unexpected_attribute(instr: Instruction, key: str, allowed: frozenset[str]) -> _Problem:
+    close = _closest(key, allowed, 1)
     own = sorted(allowed - COMMON)
     return _Problem("attribute", f"XLA does not allow {key}= on {instr.opcode}" + (
         f" (did you mean {close[0]}?)" if close else
@@ -820,8 +825,7 @@ def known_opcode(opcode: str) -> bool:
 
 
 def _unknown_opcode(opcode: str) -> _Problem:
-    import difflib
-    close = difflib.get_close_matches(opcode, sorted(XLA_OPCODES), n=3, cutoff=0.6)
+    close = _closest(opcode, XLA_OPCODES, 3)
     return _Problem("opcode", f"XLA has no opcode '{opcode}'"
                     + (f" (did you mean {', '.join(close)}?)" if close else ""))
 
@@ -1167,7 +1171,7 @@ def problems(module: Module) -> list[Problem]:
                 # Attributes: each one XLA's parser allows on the opcode (the table is its
                 # own answer: scripts/probe_xla_attributes.py; opcodes not in it, such as an
                 # async wrapper's printed form custom-call-start, are not checked), the
-                # ones it requires there, and the values of sharding and result_accuracy.
+                # ones it requires there, each key once, and the form of their values.
                 allowed = allowed_on(instr.opcode)
                 need = required_of(instr.opcode)
                 seen = 0
