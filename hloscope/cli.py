@@ -31,9 +31,11 @@ def fail_parse(error: HloParseError) -> NoReturn:
     sys.exit(2)
 
 
-def load_module(path: str, verify: Optional[bool] = None) -> Module:
+def load_module(path: str, verify: Optional[bool] = None,
+                parsed: Optional[Callable[[Module, int], None]] = None) -> Module:
     """Read and parse HLO text from a file or '-' (stdin), and verify it (unless
-    ``--no-verify``); exit 2 with a located error."""
+    ``--no-verify``); exit 2 with a located error. ``parsed(module, size)`` is called once the
+    text (``size`` bytes) is parsed, before the module is verified."""
     try:
         if path == "-":
             data = sys.stdin.buffer.read()
@@ -48,6 +50,8 @@ def load_module(path: str, verify: Optional[bool] = None) -> Module:
         module = parse(data, source)
     except HloParseError as e:
         fail_parse(e)
+    if parsed is not None:
+        parsed(module, len(data))
     if module.headerless:
         click.echo(f"hloscope: {source} has no 'HloModule' header; read it as a module named "
                    f"'{module.name}' with entry computation '{module.entry_name}'", err=True)
@@ -190,10 +194,24 @@ def memory(file: str, pre_file: Optional[str], backend: Optional[str], as_json: 
     """Live buffers of an optimized module with and without fusion: parameters, outputs,
     constants, temp peak and packed temp (XLA's temp_size_in_bytes), the intermediates fusion
     eliminated, and the largest buffers live at the peak."""
+    from hloscope.analysis import helper
     from hloscope.analysis.memory import memory_report
-    post = load_module(file)
-    pre = load_module(pre_file) if pre_file else None
-    report = memory_report(post, backend, pre)
+    # On a large module the unfused estimate goes to a fork of this process as soon as the
+    # module is parsed; here the module is verified and its fused figures computed meanwhile.
+    aid: list[helper.ForkedUnfused] = []
+
+    def fork(module: Module, size: int) -> None:
+        child = helper.fork_unfused(module, backend, size)
+        if child is not None:
+            aid.append(child)
+    try:
+        post = load_module(file, parsed=fork)
+        pre = load_module(pre_file) if pre_file else None
+        report = memory_report(post, backend, pre,
+                               unfused_of=aid[0].result if aid else None)
+    finally:
+        for child in aid:
+            child.close()
     if svg_path:
         from hloscope.present.plot import matplotlib_missing, timeline_svg
         missing = matplotlib_missing()

@@ -119,3 +119,92 @@ def test_no_helper_without_the_option_or_for_small_texts(helped: bool, monkeypat
     ahead.close(failed=True)
     ahead._pool.shutdown(wait=True)  # (a read left running would pause the collector)
     assert ahead.helper is None
+
+
+def test_a_forked_child_computes_the_unfused_part_as_this_process_does() -> None:
+    module = parse(_text(POST), POST)
+    child = helper.ForkedUnfused(module, "cpu")
+    part = child.result()
+    assert part is not None and part == unfused_part(module, "cpu")
+    assert child.result() is None  # answered once
+    child.close()  # nothing left to stop
+
+
+def test_a_forked_child_that_fails_answers_none(monkeypatch) -> None:
+    def broken(module, backend):  # type: ignore[no-untyped-def]
+        raise RuntimeError("no estimate here")
+    monkeypatch.setattr(helper, "unfused_part", broken)
+    child = helper.ForkedUnfused(parse(_text(POST), POST), "cpu")
+    assert child.result() is None
+
+
+def test_an_unasked_forked_child_is_stopped() -> None:
+    import os
+    child = helper.ForkedUnfused(parse(_text(POST), POST), "cpu")
+    pid = child._pid
+    assert pid is not None
+    child.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, 0)  # reaped already
+    assert child.result() is None
+
+
+def test_a_fork_is_made_only_where_a_helper_is_wanted(monkeypatch) -> None:
+    module = parse(_text(POST), POST)
+    monkeypatch.setattr(helper, "cores", lambda: 1)
+    assert helper.fork_unfused(module, "cpu", 10 * helper.MIN_TEXT) is None
+    monkeypatch.setattr(helper, "cores", lambda: 2)
+    assert helper.fork_unfused(module, "cpu", helper.MIN_TEXT - 1) is None
+    child = helper.fork_unfused(module, "cpu", helper.MIN_TEXT)
+    assert child is not None
+    child.close()
+
+
+def test_the_memory_command_prints_the_same_with_and_without_its_fork(monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from hloscope import cli
+    monkeypatch.setattr(helper, "cores", lambda: 2)
+    monkeypatch.setattr(helper, "MIN_TEXT", 0)
+    forks: list[int] = []
+    inner = helper.ForkedUnfused.__init__
+
+    def init(self, module, backend):  # type: ignore[no-untyped-def]
+        forks.append(len(module.computations))
+        inner(self, module, backend)
+    monkeypatch.setattr(helper.ForkedUnfused, "__init__", init)
+    args = ["memory", POST, "--pre", PRE, "--json"]
+    forked = CliRunner().invoke(cli.main, args)
+    assert forked.exit_code == 0, forked.output
+    assert len(forks) == 1
+    monkeypatch.setattr(helper, "ENABLED", False)
+    alone = CliRunner().invoke(cli.main, args)
+    assert alone.exit_code == 0 and len(forks) == 1
+    assert forked.output == alone.output
+    assert '"unfused"' in forked.output
+
+
+def test_the_memory_command_stops_its_fork_when_the_module_fails_to_verify(
+        monkeypatch, tmp_path) -> None:
+    import os
+
+    from click.testing import CliRunner
+
+    from hloscope import cli
+    monkeypatch.setattr(helper, "cores", lambda: 2)
+    monkeypatch.setattr(helper, "MIN_TEXT", 0)
+    pids: list[int] = []
+    inner = helper.ForkedUnfused.__init__
+
+    def init(self, module, backend):  # type: ignore[no-untyped-def]
+        inner(self, module, backend)
+        pids.append(self._pid)
+    monkeypatch.setattr(helper.ForkedUnfused, "__init__", init)
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n"
+                   "  ROOT n = s32[2]{0} negate(p)\n}\n")
+    out = CliRunner().invoke(cli.main, ["memory", str(bad)])
+    assert out.exit_code == 2 and "element" in out.output
+    assert len(pids) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pids[0], 0)  # stopped and reaped

@@ -11,18 +11,26 @@ parses the text itself and writes ``memory.unfused_part`` back, both as pickles 
 process and its own child. Whatever goes wrong there (the process failing, a text it cannot
 read), ``result`` returns None and the caller computes the part itself: the report is the
 same either way (tests/test_helper.py).
+
+``hloscope memory`` reads its module itself, so there the helper is a fork of the command
+once the text is parsed (``ForkedUnfused``): the child has the parsed module already, computes
+the unfused estimate while the command verifies the module and computes the fused figures,
+and writes the part back through a pipe.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import threading
 from typing import Optional
 
-from hloscope.analysis.memory import UnfusedPart
+from hloscope.analysis.memory import UnfusedPart, unfused_part
+from hloscope.hlo.ir import Module
 
 # Off: every part is computed in the calling process (tests compare the two).
 ENABLED = True
@@ -105,10 +113,69 @@ class UnfusedHelper:
                     f.close()
 
 
+class ForkedUnfused:
+    """``memory.unfused_part(module, backend)`` computed in a forked child of this process,
+    which has the parsed module already: no second parse, no start-up."""
+
+    def __init__(self, module: Module, backend: Optional[str]) -> None:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: answer through the pipe, and leave without cleaning up
+            code = 1
+            try:
+                os.close(read)
+                gc.disable()
+                blob = pickle.dumps(unfused_part(module, backend),
+                                    protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(write, "wb") as f:
+                    f.write(blob)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        self._pid: Optional[int] = pid
+        self._read = read
+
+    def result(self) -> Optional[UnfusedPart]:
+        """The child's answer (waiting for it), or None if it has none."""
+        pid, self._pid = self._pid, None
+        if pid is None:
+            return None
+        try:
+            with os.fdopen(self._read, "rb") as f:
+                data = f.read()
+            _, status = os.waitpid(pid, 0)
+            part = pickle.loads(data) if status == 0 and data else None
+        except Exception:  # noqa: BLE001 - any failure there means: compute it here
+            part = None
+        return part if isinstance(part, UnfusedPart) else None
+
+    def close(self) -> None:
+        """Stop the child if its answer was not asked for (the command failed)."""
+        pid, self._pid = self._pid, None
+        if pid is not None:
+            os.close(self._read)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+
+
+def fork_unfused(module: Module, backend: Optional[str], size: int
+                 ) -> Optional[ForkedUnfused]:
+    """A forked child computing the unfused estimate of ``module`` (parsed from ``size``
+    characters), or None where one is not worth it (``wanted``) or cannot fork."""
+    if not wanted(size) or not hasattr(os, "fork"):
+        return None
+    try:
+        return ForkedUnfused(module, backend)
+    except OSError:
+        return None
+
+
 def _serve() -> int:
-    import gc
     gc.disable()  # a short-lived process whose objects all live to its end
-    from hloscope.analysis.memory import unfused_part
     from hloscope.hlo.parser import parse
     data = sys.stdin.buffer.read()
     if not data:
