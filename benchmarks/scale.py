@@ -6,19 +6,24 @@
    hloscope's parse, fusion report, fused liveness and unfused estimate, each as a ratio to
    hloscope's parse and to XLA's own C++ parse of the same text (``jaxlib._hlo``), hloscope's
    serial work as a ratio to JAX's lower + compile, and the peak Python memory of parse and
-   analyses as a multiple of the text.
+   analyses as a multiple of the text; and the wall time of ``hloscope memory FILE --json``
+   against ``hloscope inspect FILE --json`` on that text, pair by pair (median of ``--pairs``).
 2. A synthetic chain whose long-lived buffers double from run to run (a forward chain whose
    every value the backward chain reads again, in reverse): parse and fused liveness per
    doubling (linear: 2x).
 
-  python benchmarks/scale.py [--layers 8,32] [--seq 2048] [--chain 2000] [--doublings 3]"""
+  python benchmarks/scale.py [--layers 8,32] [--seq 2048] [--chain 2000] [--doublings 3]
+                             [--pairs 5]"""
 
 from __future__ import annotations
 
 import argparse
 import gc
 import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 
@@ -44,7 +49,30 @@ def xla_parse_seconds(text: str) -> float | None:
     return seconds
 
 
-def llama(layers: int, seq: int) -> None:
+def command_seconds(args: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "hloscope.cli", *args], check=True,
+                   stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def memory_over_inspect(text: str, pairs: int) -> tuple[float, float, float]:
+    """Median wall seconds of ``hloscope memory`` and ``hloscope inspect`` on ``text``, and the
+    median of their ratios taken pair by pair (the two run in turn)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".hlo", delete=False) as f:
+        f.write(text)
+    try:
+        mem, ins = [], []
+        for _ in range(pairs):
+            mem.append(command_seconds(["memory", f.name, "--json"]))
+            ins.append(command_seconds(["inspect", f.name, "--json"]))
+    finally:
+        os.unlink(f.name)
+    return (statistics.median(mem), statistics.median(ins),
+            statistics.median(m / i for m, i in zip(mem, ins)))
+
+
+def llama(layers: int, seq: int, pairs: int) -> None:
     import llama as model
 
     from hloscope.analysis.fusion import fusion_report
@@ -81,6 +109,10 @@ def llama(layers: int, seq: int) -> None:
     work = parse_s + fusion_s + fused_s + unfused_s
     print(f"  hloscope's serial work    {work:7.2f} s  {work / jax_s:5.2f}x JAX's lower + compile")
     print(f"  peak Python memory (parse + analyses): {peak / len(text):.1f}x the text")
+    if pairs:
+        mem, ins, ratio = memory_over_inspect(text, pairs)
+        print(f"  hloscope memory {mem:.2f} s, hloscope inspect {ins:.2f} s (wall, medians of "
+              f"{pairs}): {ratio:.2f}x pair by pair")
 
 
 def chain_text(n: int) -> str:
@@ -122,9 +154,11 @@ def main() -> int:
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--chain", type=int, default=2000)
     ap.add_argument("--doublings", type=int, default=3)
+    ap.add_argument("--pairs", type=int, default=5,
+                    help="runs of hloscope memory and inspect, in turn (0: none)")
     a = ap.parse_args()
     for layers in (int(x) for x in a.layers.split(",") if x):
-        llama(layers, a.seq)
+        llama(layers, a.seq, a.pairs)
     chain(a.chain, a.doublings)
     return 0
 
