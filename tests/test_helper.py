@@ -13,6 +13,9 @@ from hloscope.hlo.parser import parse
 from hloscope.present.json import render
 
 PRE = fixture_path("cpu", "bert_layer_train_step.pre.hlo")
+# The fork tests run in a process that may have imported JAX, which warns at every fork (the
+# command itself forks only while it runs one thread: helper.single_threaded).
+FORKS = pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
 POST = fixture_path("cpu", "bert_layer_train_step.post.hlo")
 
 
@@ -121,6 +124,7 @@ def test_no_helper_without_the_option_or_for_small_texts(helped: bool, monkeypat
     assert ahead.helper is None
 
 
+@FORKS
 def test_a_forked_child_computes_the_unfused_part_as_this_process_does() -> None:
     module = parse(_text(POST), POST)
     child = helper.ForkedUnfused(module, "cpu")
@@ -130,6 +134,7 @@ def test_a_forked_child_computes_the_unfused_part_as_this_process_does() -> None
     child.close()  # nothing left to stop
 
 
+@FORKS
 def test_a_forked_child_that_fails_answers_none(monkeypatch) -> None:
     def broken(module, backend):  # type: ignore[no-untyped-def]
         raise RuntimeError("no estimate here")
@@ -138,6 +143,7 @@ def test_a_forked_child_that_fails_answers_none(monkeypatch) -> None:
     assert child.result() is None
 
 
+@FORKS
 def test_an_unasked_forked_child_is_stopped() -> None:
     import os
     child = helper.ForkedUnfused(parse(_text(POST), POST), "cpu")
@@ -149,8 +155,10 @@ def test_an_unasked_forked_child_is_stopped() -> None:
     assert child.result() is None
 
 
+@FORKS
 def test_a_fork_is_made_only_where_a_helper_is_wanted(monkeypatch) -> None:
     module = parse(_text(POST), POST)
+    monkeypatch.setattr(helper, "single_threaded", lambda: True)
     monkeypatch.setattr(helper, "cores", lambda: 1)
     assert helper.fork_unfused(module, "cpu", 10 * helper.MIN_TEXT) is None
     monkeypatch.setattr(helper, "cores", lambda: 2)
@@ -158,14 +166,31 @@ def test_a_fork_is_made_only_where_a_helper_is_wanted(monkeypatch) -> None:
     child = helper.fork_unfused(module, "cpu", helper.MIN_TEXT)
     assert child is not None
     child.close()
+    monkeypatch.setattr(helper, "single_threaded", lambda: False)  # JAX's threads, say
+    assert helper.fork_unfused(module, "cpu", helper.MIN_TEXT) is None
 
 
+def test_this_process_counts_its_native_threads() -> None:
+    import threading
+    assert helper.single_threaded() in (True, False)
+    done = threading.Event()
+    t = threading.Thread(target=done.wait)
+    t.start()
+    try:
+        assert not helper.single_threaded()
+    finally:
+        done.set()
+        t.join()
+
+
+@FORKS
 def test_the_memory_command_prints_the_same_with_and_without_its_fork(monkeypatch) -> None:
     from click.testing import CliRunner
 
     from hloscope import cli
     monkeypatch.setattr(helper, "cores", lambda: 2)
     monkeypatch.setattr(helper, "MIN_TEXT", 0)
+    monkeypatch.setattr(helper, "single_threaded", lambda: True)
     forks: list[int] = []
     inner = helper.ForkedUnfused.__init__
 
@@ -184,6 +209,7 @@ def test_the_memory_command_prints_the_same_with_and_without_its_fork(monkeypatc
     assert '"unfused"' in forked.output
 
 
+@FORKS
 def test_the_memory_command_stops_its_fork_when_the_module_fails_to_verify(
         monkeypatch, tmp_path) -> None:
     import os
@@ -193,6 +219,7 @@ def test_the_memory_command_stops_its_fork_when_the_module_fails_to_verify(
     from hloscope import cli
     monkeypatch.setattr(helper, "cores", lambda: 2)
     monkeypatch.setattr(helper, "MIN_TEXT", 0)
+    monkeypatch.setattr(helper, "single_threaded", lambda: True)
     pids: list[int] = []
     inner = helper.ForkedUnfused.__init__
 

@@ -162,11 +162,21 @@ class ForkedUnfused:
             os.waitpid(pid, 0)
 
 
+def single_threaded() -> bool:
+    """Whether this process runs one thread (native ones too: JAX's or TensorFlow's, where a
+    fork could leave the child waiting on a lock that another thread held)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:  # no /proc: the threads Python knows of
+        return threading.active_count() == 1
+
+
 def fork_unfused(module: Module, backend: Optional[str], size: int
                  ) -> Optional[ForkedUnfused]:
     """A forked child computing the unfused estimate of ``module`` (parsed from ``size``
-    characters), or None where one is not worth it (``wanted``) or cannot fork."""
-    if not wanted(size) or not hasattr(os, "fork"):
+    characters), or None where one is not worth it (``wanted``), or this process cannot fork
+    or runs other threads."""
+    if not wanted(size) or not hasattr(os, "fork") or not single_threaded():
         return None
     try:
         return ForkedUnfused(module, backend)

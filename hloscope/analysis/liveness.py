@@ -14,6 +14,7 @@ does not overlap in time, else goes to the heap, which ``heap.pack`` places. The
 from __future__ import annotations
 
 import bisect
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
@@ -342,6 +343,7 @@ class _Builder:
         self.uses: list[int] = []  # last use time per value (-1: none yet)
         self.parent: list[int] = []  # union-find over value ids: values that share storage
         self.trees: dict[tuple[str, str], Tree] = {}
+        self.instr_at: dict[tuple[str, str], Instruction] = {}  # each scheduled instruction
         self.phi = False
         self.invariant: frozenset[int] = frozenset()
 
@@ -371,6 +373,14 @@ class _Builder:
                 self.uses[v] = t
 
     # the walk --------------------------------------------------------------------------------
+    def _step(self, comp: str, instr: Instruction) -> tuple[str, str]:
+        """Schedule ``instr`` at the next step; returns its (computation, name) key, one
+        tuple for its tree and its entry in ``instr_at``."""
+        self.schedule.append((comp, instr))
+        key = (comp, instr.name)
+        self.instr_at[key] = instr
+        return key
+
     def run(self, comp: Computation, params: Optional[list[Tree]], phi: bool = False,
             invariant: frozenset[int] = frozenset()) -> Tree:
         """Flatten ``comp`` into the schedule, defining its values; ``params`` are the trees of
@@ -387,8 +397,7 @@ class _Builder:
                 self._control_flow(comp, instr)
                 continue
             t = len(self.schedule)
-            self.schedule.append((comp.name, instr))
-            self.trees[(comp.name, instr.name)] = self._tree(comp, instr, params, t, phi)
+            self.trees[self._step(comp.name, instr)] = self._tree(comp, instr, params, t, phi)
         end = len(self.schedule) - 1
         root = self.trees[(comp.name, comp.root.name)]
         if params is not None:
@@ -490,12 +499,11 @@ class _Builder:
                     if idx in init:
                         self.union(init[idx], v)
             t = len(self.schedule)
-            self.schedule.append((comp.name, instr))
+            key = self._step(comp.name, instr)
             # An invariant element is the initial value all through: the while's result is
             # one of its positions, so it lives at least until the while.
             self.use({k: v for k, v in init.items() if k and k[0] in invariant}, t)
-            self.trees[(comp.name, instr.name)] = self.phi_tree(comp.name, instr, init, t,
-                                                                invariant)
+            self.trees[key] = self.phi_tree(comp.name, instr, init, t, invariant)
             return
         elif instr.opcode == "call":
             tree = self.run(called[0], operands) if called else {}
@@ -508,11 +516,11 @@ class _Builder:
                     if idx in tree:
                         self.union(tree[idx], v)
         t = len(self.schedule)
-        self.schedule.append((comp.name, instr))
+        key = self._step(comp.name, instr)
         if instr.opcode == "conditional":
             for o in operands:
                 self.use(o, t)
-        self.trees[(comp.name, instr.name)] = tree
+        self.trees[key] = tree
 
 
 @gc_paused
@@ -525,6 +533,7 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
     live_out = set(root.values())
     aliased = _entry_aliases(module, b, root)
     values: list[Value] = []
+    intern = sys.intern  # one source text per line, not one per value
     for vid, (comp, instr, index, shape, start) in enumerate(b.defs):
         last = b.uses[vid]
         if instr.opcode == "parameter" and comp == module.entry_name:
@@ -542,7 +551,11 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
             vid, instr.name, comp, index, str(shape), shape.logical_bytes, shape.padded_bytes,
             shape.padded_bytes if be.padded_sizes else shape.logical_bytes, start, last,
             shape.layout.memory_space if shape.layout else 0, shape.is_tuple,
-            md.op_name if md else "", f"{loc.file}:{loc.line}" if loc and loc.file else ""))
+            md.op_name if md else "",
+            intern(f"{loc.file}:{loc.line}") if loc and loc.file else ""))
+    # Every value is made: what the builder kept per value goes now, before the assignment
+    # (the peak of a large module's analysis).
+    b.defs, b.uses = [], []
     return _assign(module, be, tuple(b.schedule), tuple(values), b, live_out, end,
                    frozenset(aliased))
 
@@ -705,7 +718,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     for v in values:
         groups.setdefault(b.find(v.id), []).append(v)
     group_of = {v.id: b.find(v.id) for v in values}
-    instr_at: dict[tuple[str, str], Instruction] = {(c, i.name): i for c, i in schedule}
+    instr_at = b.instr_at
     trees = b.trees
 
     def cls_of_group(members: list[Value]) -> str:
@@ -930,7 +943,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # the buffer's id): a post order, not the schedule (measured: with schedule order two
     # equal gpu buffers traded places and the heap grew by 4.5%).
     xla_id = {v.id: (xla_pos.get(v.computation, v.instruction, len(xla_pos)), v.index, v.id)
-              for v in values}
+              for s in heap_slots for v in s.members}
     keys = _heap_keys(heap_slots, group_of, xla_id) if be.temps_in_outputs else {}
     placement = pack([Interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),
                                *keys.get(s.id, ((), ())))
