@@ -1483,9 +1483,9 @@ class _LineReader:
                         if any(map(_is_inline, attributes)):
                             raise _GiveUp
                         try:
-                            instr = _instruction(intern(name), intern(opcode), shape, operands, attributes,
-                                                 root is not None, parameter_number, literal,
-                                                 memo)
+                            instr = _instruction(intern(name), intern(opcode), shape,
+                                                 operands, attributes, root is not None,
+                                                 parameter_number, literal, memo)
                         except _BadAttribute:
                             raise _GiveUp from None
             if instr is None:
