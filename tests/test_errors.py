@@ -92,6 +92,32 @@ def test_calls_to_a_missing_computation() -> None:
     assert e.found == "'sum', which is not defined"
 
 
+def test_an_operand_defined_after_its_user() -> None:
+    # XLA's parser looks each operand up as it reads it: a name defined further down is not
+    # there yet (jaxlib: "instruction does not exist").
+    text = GOOD.replace("  %zero = f32[] constant(0)\n  ROOT %r = f32[] reduce(%x, %zero), "
+                        "dimensions={0}, to_apply=%add\n",
+                        "  ROOT %r = f32[] reduce(%x, %zero), dimensions={0}, to_apply=%add\n"
+                        "  %zero = f32[] constant(0)\n")
+    e = error_of(text)
+    assert (e.line, e.column) == (11, text.splitlines()[10].index("%zero") + 1)
+    assert e.expected == "an instruction defined before it in computation 'main'"
+    assert e.found == "operand 'zero', which is defined after it"
+
+
+def test_an_instruction_that_reads_itself() -> None:
+    e = error_of(GOOD.replace("reduce(%x, %zero)", "reduce(%x, %r)"))
+    assert (e.line, e.column) == (12, GOOD.splitlines()[11].index("%zero") + 1)
+    assert e.found == "operand 'r', which is the instruction itself"
+
+
+def test_a_control_predecessor_defined_after_its_user() -> None:
+    e = error_of(GOOD.replace("  %zero = f32[] constant(0)",
+                              "  %zero = f32[] constant(0), control-predecessors={%r}"))
+    assert e.line == 11
+    assert e.found == "control predecessor 'r', which is defined after it"
+
+
 def test_undefined_operand() -> None:
     e = error_of(GOOD.replace("reduce(%x, %zero)", "reduce(%x, %zer0)"))
     assert (e.line, e.column) == (12, GOOD.splitlines()[11].index("%zero") + 1)

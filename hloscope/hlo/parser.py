@@ -769,13 +769,15 @@ class _Parser:
     def body(self, name: str, open_i: int, closed: bool,
              inline: bool = False) -> tuple[Instruction, ...]:
         """Instructions up to the computation's '}' (or, for bare instructions, the end of
-        the text), each name defined once, one ROOT, every operand defined."""
+        the text), each name defined once, one ROOT, every operand and control predecessor
+        defined before the instruction that names it (XLA's parser looks each name up as it
+        reads it)."""
         kinds, values = self.kinds, self.values
         instructions: list[Instruction] = []
-        defined: dict[str, int] = {}
+        defined: dict[str, int] = {}  # name -> its place in ``instructions``
         by_name: dict[str, Instruction] = {}
         self.compact = set[str]()
-        uses: list[tuple[Instruction, int]] = []
+        uses: list[tuple[Instruction, int, int]] = []  # (user, operand list token, place)
         roots = 0
         while True:
             self.skip_nl()
@@ -794,10 +796,10 @@ class _Parser:
             for inner in self.nested:
                 if inner.shape is _OMITTED:
                     inner = self._infer(inner, by_name)
+                uses.append((inner, start, len(instructions)))
+                defined[inner.name] = len(instructions)
                 instructions.append(inner)
-                defined[inner.name] = start
                 by_name[inner.name] = inner
-                uses.append((inner, start))
             self.nested.clear()
             if instr.shape is _OMITTED:
                 instr = self._infer(instr, by_name)
@@ -806,30 +808,32 @@ class _Parser:
                 raise self.error_at(self.starts[start + (1 if instr.is_root else 0)],
                                     f"a name not used before in computation '{name}'",
                                     f"a second instruction named '{instr.name}'")
-            defined[instr.name] = start
+            uses.append((instr, operand_at, len(instructions)))
+            defined[instr.name] = len(instructions)
             if instr.is_root:
                 roots += 1
                 if roots > 1:
                     raise self.error("one ROOT per computation", start)
             instructions.append(instr)
-            uses.append((instr, operand_at))
             if (values[self.i] != "}" or not closed) and not (
                     inline and self._starts_instruction(self.i)):
                 self.end_of_line("',' before another attribute, or end of line")
         if not instructions:
             raise self.error_at(self.starts[open_i], f"instructions in computation '{name}'",
                                 "an empty body")
-        for instr, at in uses:
+        for instr, at, place in uses:
             for k, operand in enumerate(instr.operands):
-                if operand not in defined:
+                if defined.get(operand, place) >= place:
                     raise self.error_at(self.starts[self._operand_token(at, k)],
-                                        f"an instruction defined in computation '{name}'",
-                                        f"operand '{operand}', which is not defined")
+                                        f"an instruction defined before it in computation "
+                                        f"'{name}'", f"operand '{operand}', "
+                                        + _undefined(operand, instr, defined))
             for operand in instr.control_predecessors:
-                if operand not in defined:
+                if defined.get(operand, place) >= place:
                     raise self.error_at(self._attribute_pos(instr, "control-predecessors", at),
-                                        f"an instruction defined in computation '{name}'",
-                                        f"control predecessor '{operand}', which is not defined")
+                                        f"an instruction defined before it in computation "
+                                        f"'{name}'", f"control predecessor '{operand}', "
+                                        + _undefined(operand, instr, defined))
         return tuple(instructions)
 
     def _infer(self, instr: Instruction, by_name: dict[str, Instruction]) -> Instruction:
@@ -1211,6 +1215,16 @@ class _BadAttribute(Exception):
         self.attribute, self.error = attribute, error
 
 
+def _undefined(operand: str, user: Instruction, defined: dict[str, int]) -> str:
+    """Why ``operand`` cannot be read by ``user``: it is not defined, it is ``user``, or it
+    is defined after it."""
+    if operand not in defined:
+        return "which is not defined"
+    if operand == user.name:
+        return "which is the instruction itself"
+    return "which is defined after it"
+
+
 def _instruction(name: str, opcode: str, shape: Shape, operands: tuple[str, ...],
                  attributes: tuple[Attribute, ...], is_root: bool,
                  parameter_number: Optional[int], literal: Optional[str],
@@ -1497,21 +1511,15 @@ class _LineReader:
                 instr = self.token_line(line)
             if instr.called_computations:
                 called.update(instr.called_computations)
-            if instr.name in defined:
-                raise _GiveUp
+            if instr.name in defined or not defined.issuperset(instr.operands) or \
+                    not defined.issuperset(instr.control_predecessors):
+                raise _GiveUp  # the token path says where
             defined.add(instr.name)
             if instr.is_root:
                 roots += 1
             instructions.append(instr)
         if not instructions or roots > 1:
             raise _GiveUp
-        for instr in instructions:
-            for operand in instr.operands:
-                if operand not in defined:
-                    raise _GiveUp
-            for operand in instr.control_predecessors:
-                if operand not in defined:
-                    raise _GiveUp
         return n, tuple(instructions)
 
     def token_line(self, line: str) -> Instruction:
