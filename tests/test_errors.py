@@ -118,6 +118,34 @@ def test_a_control_predecessor_defined_after_its_user() -> None:
     assert e.found == "control predecessor 'r', which is defined after it"
 
 
+@pytest.mark.parametrize("operand, declared", [
+    ("f32[8]{0} %x", None),  # the long form, as XLA's default printer writes it
+    ("f32[8] %x", None),  # without the layout: layouts aside
+    ("f32[9]{0} %x", "f32[9]"),  # another dimension
+    ("s32[8]{0} %x", "s32[8]"),  # another element type
+    ("(f32[8]) %x", "(f32[8])"),  # a tuple for an array
+])
+def test_an_operand_given_with_a_shape_has_that_shape(operand: str, declared) -> None:
+    # XLA's parser holds an operand's declared shape against the operand's own (jaxlib: "The
+    # declared operand shape f32[9]{0} is not compatible with the shape of the operand").
+    text = GOOD.replace("reduce(%x, %zero)", f"reduce({operand}, f32[] %zero)")
+    if declared is None:
+        assert parse(text).entry.root.operands == ("x", "zero")
+        return
+    e = error_of(text)
+    assert (e.line, e.column) == (12, text.splitlines()[11].index("%x") + 1)
+    assert e.expected == "a shape compatible with operand 'x', f32[8]"
+    assert e.found == declared
+
+
+def test_a_tuple_operand_given_with_a_shape_has_that_shape() -> None:
+    text = ("HloModule m\n\nENTRY e {\n  p = (f32[4]{0}, s32[]) parameter(0)\n"
+            "  ROOT g = f32[4]{0} get-tuple-element((f32[4]{0}, s32[]) p), index=0\n}\n")
+    assert parse(text).entry.root.operands == ("p",)
+    e = error_of(text.replace("(f32[4]{0}, s32[]) p)", "(f32[4]{0}, f32[]) p)"))
+    assert (e.line, e.found) == (5, "(f32[4], f32[])")
+
+
 def test_undefined_operand() -> None:
     e = error_of(GOOD.replace("reduce(%x, %zero)", "reduce(%x, %zer0)"))
     assert (e.line, e.column) == (12, GOOD.splitlines()[11].index("%zero") + 1)

@@ -667,6 +667,46 @@ def test_attribute_value_twins_agree_with_xla() -> None:
     assert {k for k, ok in xla.items() if ok == k[1]} == set()
 
 
+# Escapes in strings, each taken or refused by XLA's lexer (absl::CUnescape): simple ones,
+# octal and hex bytes up to 0xff (hex takes every hex digit after \x), \u and \U code points.
+ESCAPES = {r"\n": True, r"\'": True, r"\?": True, r"\a": True, '\\"': True, r"\0": True,
+           r"\377": True, r"\1234": True, r"\x0041": True, r"\xff": True, r"\u00e9": True,
+           r"\U0010FFFF": True, r"\q": False, r"\e": False, r"\$": False, r"\8": False,
+           r"\400": False, r"\x": False, r"\x41b": False, r"\x100": False, r"\u004": False,
+           r"\ud800": False, r"\U0011FFFF": False}
+
+
+def _escape_module(escape: str, key: str = "metadata") -> str:
+    value = f'{{op_name="a{escape}z"}}' if key == "metadata" else f'"a{escape}z"'
+    target = "" if key == "custom_call_target" else ', custom_call_target="t"'
+    return ("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n"
+            f"  ROOT r = f32[4] custom-call(p){target}, {key}={value}\n}}\n")
+
+
+@pytest.mark.parametrize("escape", sorted(ESCAPES))
+@pytest.mark.parametrize("key", ["metadata", "custom_call_target", "backend_config"])
+def test_escapes_in_strings_as_xlas_lexer_reads_them(escape, key) -> None:
+    found = problems(parse(_escape_module(escape, key)))
+    assert [p[2] for p in found] == ([] if ESCAPES[escape] else ["string-escape"]), found
+
+
+@needs_jax
+def test_escape_twins_agree_with_xla() -> None:
+    """XLA's parser alone: its conversion to StableHLO goes on to refuse the byte 0xff in an
+    op_name (not UTF-8), which the parser takes."""
+    from jaxlib import _hlo
+
+    def parses(text: str) -> bool:
+        try:
+            _hlo.hlo_module_from_text(text)
+        except Exception:
+            return False
+        return True
+    xla = {e: parses(_escape_module(e)) for e in ESCAPES}
+    assert {e for e, ok in xla.items() if ok != ESCAPES[e]} == set()
+    assert not parses(_escape_module(r"\q", "custom_call_target"))
+
+
 @pytest.mark.parametrize("header, rule", [
     ("input_output_alias={ {0} (0, {}) }", "alias-format"),
     ("input_output_alias={ {x}: (0, {}) }", "alias-format"),

@@ -32,7 +32,7 @@ from hloscope.hlo.ir import (
     new_instruction,
 )
 from hloscope.hlo.infer import infer_shape
-from hloscope.hlo.shape import Shape, ShapeError, parse_array_shape, tuple_shape
+from hloscope.hlo.shape import Shape, ShapeError, compatible, parse_array_shape, tuple_shape
 from hloscope.hlo.shape import _cache as _shape_cache
 
 # The shape of an instruction written without one, until it is inferred.
@@ -291,6 +291,9 @@ class _Parser:
         self.omitted: dict[str, int] = {}
         # Nested anonymous operands read so far, for the instruction being read.
         self.nested: list[Instruction] = []
+        # Operands given with their shape (the long form), for the instruction being read:
+        # (name, declared shape, token index). XLA's parser holds each against the operand's.
+        self.declared: list[tuple[str, Shape, int]] = []
         # Computations written in place as attribute values, for the computation being read.
         self.inline: list[Computation] = []
         self.spans: dict[tuple[str, str], tuple[int, int]] = {}
@@ -803,6 +806,8 @@ class _Parser:
             self.nested.clear()
             if instr.shape is _OMITTED:
                 instr = self._infer(instr, by_name)
+            if self.declared:
+                self._check_declared(by_name)
             by_name[instr.name] = instr
             if instr.name in defined:
                 raise self.error_at(self.starts[start + (1 if instr.is_root else 0)],
@@ -835,6 +840,17 @@ class _Parser:
                                         f"'{name}'", f"control predecessor '{operand}', "
                                         + _undefined(operand, instr, defined))
         return tuple(instructions)
+
+    def _check_declared(self, by_name: dict[str, Instruction]) -> None:
+        """Each operand given with a shape must have one compatible with it (the same element
+        types and dimensions; layouts and dynamic bounds aside), as XLA's parser asks."""
+        for operand, declared, at in self.declared:
+            defined = by_name.get(operand)
+            if defined is not None and not compatible(declared, defined.shape):
+                raise self.error_at(self.starts[at], f"a shape compatible with operand "
+                                    f"'{operand}', {defined.shape.format(False)}",
+                                    f"{declared.format(False)}")
+        self.declared.clear()
 
     def _infer(self, instr: Instruction, by_name: dict[str, Instruction]) -> Instruction:
         at = self.omitted.pop(instr.name)
@@ -1070,6 +1086,7 @@ class _Parser:
             while kinds[i] == "NL":
                 i += 1
             kind = kinds[i]
+            shape = None
             if kind == "SHAPE" or (kind == "PUNCT" and values[i] == "("):
                 self.i = i
                 shape = self.shape()  # the long form repeats the operand's shape
@@ -1099,6 +1116,8 @@ class _Parser:
                     # (`%p0#1#0`: element 0 of that one).
                     operand = self._compact_gte(operand, int(values[i + 1]), i)
                     i += 2
+                if shape is not None:
+                    self.declared.append((operand, shape, i - 1))
             elif kind != "NESTED":
                 self.i = i
                 raise self.error("an operand name")
@@ -1365,6 +1384,7 @@ class _LineReader:
         # a module's instructions repeat them (48,000 attributes, 11,000 distinct, on the
         # 32-layer llama step), and the module stays in memory while every analysis runs.
         self.attributes: dict[tuple[str, str], Attribute] = {}
+        self.declared: list[tuple[str, Shape]] = []  # token_line's operands given with shapes
 
     def module(self) -> Module:
         text = self.text
@@ -1440,6 +1460,8 @@ class _LineReader:
         memo = self.metadata
         attribute_of = self.attributes
         intern = sys.intern
+        # Each instruction's shape by name, kept from the first operand given with a shape on.
+        shape_of: Optional[dict[str, Shape]] = None
         called = self.called
         count = len(lines)
         while True:
@@ -1509,6 +1531,16 @@ class _LineReader:
                 if stripped == "}":
                     break
                 instr = self.token_line(line)
+                if self.declared:
+                    # Operands given with shapes (the long form): each against the operand's
+                    # own; one that differs is left to the token path, which says where.
+                    if shape_of is None:
+                        shape_of = {i.name: i.shape for i in instructions}
+                    for operand, declared in self.declared:
+                        if operand in shape_of and not compatible(declared, shape_of[operand]):
+                            raise _GiveUp
+            if shape_of is not None:
+                shape_of[instr.name] = instr.shape
             if instr.called_computations:
                 called.update(instr.called_computations)
             if instr.name in defined or not defined.issuperset(instr.operands) or \
@@ -1534,6 +1566,7 @@ class _LineReader:
         if p.kinds[p.i] != "EOF" or p.nested or p.omitted or p.inline or p.spans or \
                 instr.shape is _OMITTED:
             raise _GiveUp
+        self.declared = [(name, shape) for name, shape, _ in p.declared]
         return instr
 
 

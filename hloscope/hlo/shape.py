@@ -294,6 +294,16 @@ def _matching_paren(text: str, pos: int) -> int:
     return -1
 
 
+def compatible(a: Shape, b: Shape) -> bool:
+    """The same element types and dimensions, element by element in tuples; layouts and which
+    dimensions are dynamic aside (XLA's ShapeUtil::Compatible, which its parser asks of an
+    operand given with a shape)."""
+    if a.is_tuple or b.is_tuple:
+        return a.is_tuple and b.is_tuple and len(a.tuple_shapes) == len(b.tuple_shapes) and \
+            all(map(compatible, a.tuple_shapes, b.tuple_shapes))
+    return a.element_type == b.element_type and a.dimensions == b.dimensions
+
+
 def tuple_shape(elements: tuple[Shape, ...]) -> Shape:
     return Shape("tuple", tuple_shapes=elements)
 

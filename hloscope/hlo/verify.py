@@ -698,6 +698,62 @@ def _enum(values: frozenset[str], any_case: bool, value: str) -> Optional[str]:
     return f"is not one of {', '.join(sorted(values))}"
 
 
+_SIMPLE_ESCAPES = frozenset("ntr\\'\"?abfv")
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _escape_flaw(text: str, at: int) -> Optional[str]:
+    """What is wrong with the escape at ``text[at]`` (a backslash inside a string), or None:
+    XLA's lexer unescapes strings with absl::CUnescape, which reads a simple escape (\\n,
+    \\", ...), one to three octal digits, \\x and every hex digit after it, \\u and four or
+    \\U and eight hex digits; a byte at most 0xff, a code point at most 0x10ffff and not a
+    surrogate (each form measured against jaxlib's parser)."""
+    c = text[at + 1:at + 2]
+    if c and c in _SIMPLE_ESCAPES:
+        return None
+    if c and c in "01234567":
+        end = at + 1
+        while end < len(text) and end < at + 4 and text[end] in "01234567":
+            end += 1
+        return None if int(text[at + 1:end], 8) <= 0xff else \
+            f"holds \\{text[at + 1:end]}, an octal escape above \\377"
+    if c == "x":
+        end = at + 2
+        while end < len(text) and text[end] in _HEX:
+            end += 1
+        if end == at + 2:
+            return "holds \\x without hex digits"
+        return None if int(text[at + 2:end], 16) <= 0xff else \
+            f"holds \\{text[at + 1:end]}, a hex escape above \\xff"
+    if c in ("u", "U") and c:
+        n = 4 if c == "u" else 8
+        digits = text[at + 2:at + 2 + n]
+        if len(digits) < n or not all(d in _HEX for d in digits):
+            return f"holds \\{c}{digits}, not \\{c} and {n} hex digits"
+        code = int(digits, 16)
+        if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+            return f"holds \\{c}{digits}, not a Unicode code point"
+        return None
+    return f"holds \\{c}, an escape XLA's parser does not read"
+
+
+def _escapes(key: str, value: str) -> None:
+    """Every escape in the strings of an attribute's value must be one XLA's lexer reads."""
+    inside = False
+    i = 0
+    while i < len(value):
+        c = value[i]
+        if c == '"':
+            inside = not inside
+        elif c == "\\" and inside:
+            flaw = _escape_flaw(value, i)
+            if flaw is not None:
+                raise _Problem("string-escape", f"{key}={_clip(value)} {flaw}")
+            i += 2
+            continue
+        i += 1
+
+
 def _attribute_value(opcode: str, key: str, value: str) -> Optional[str]:
     """What is wrong with one attribute's value, or None (see the tables above)."""
     v = value.strip()
@@ -1200,6 +1256,8 @@ def problems(module: Module) -> list[Problem]:
                                                           f"{instr.metadata._flaw}")
                     elif key == "result_accuracy":
                         _result_accuracy(a.value)
+                    if "\\" in a.value:
+                        _escapes(key, a.value)
                 if len(instr.attributes) > 1 and len({a.key for a in instr.attributes}) \
                         < len(instr.attributes):
                     keys = [a.key for a in instr.attributes]
