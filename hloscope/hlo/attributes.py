@@ -65,7 +65,11 @@ def parse_metadata(raw: str) -> OpMetadata:
         if key in _METADATA_STR:
             value = quoted or bare
             fields[key] = unquote('"' + value + '"') if "\\" in value else value
+            if bare and "_flaw" not in fields:  # XLA's parser expects a string there
+                fields["_flaw"] = f"has {key}={bare}, not a quoted string"
         elif key in _METADATA_INT:
+            if not bare and "_flaw" not in fields:
+                fields["_flaw"] = f'has {key}="{quoted}", not an integer'
             try:
                 fields[key] = int(bare or quoted)
             except ValueError:

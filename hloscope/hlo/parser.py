@@ -101,7 +101,8 @@ _SINGLE_TOKEN_VALUES = frozenset({"BRACED", "NAME", "NUMBER", "STRING"})
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _OPEN = frozenset("{([")
 _CLOSE = frozenset("})]")
-_KV_INT_RE = re.compile(r"([A-Za-z_]+)\s*=\s*(-?\d+)")
+# A row's field: XLA's lexer reads ``name=`` as one token, so nothing may come between.
+_KV_INT_RE = re.compile(r"([A-Za-z_]+)=\s*(-?\d+)")
 _BLOCK_COMMENT_RE = re.compile(r"/\*.*?\*/", re.S)
 # The fields of a stack-frame table row, all of which XLA's parser requires.
 _ROW_FIELDS = {"FileLocations": frozenset({"file_name_id", "function_name_id", "line",
@@ -552,8 +553,9 @@ class _Parser:
             if kinds[i] != "NAME":
                 raise self.error("an attribute name", i)
             key = values[i]
-            if values[i + 1] != "=":
-                raise self.error(f"'=' after attribute '{key}'", i + 1)
+            if values[i + 1] != "=" or self.starts[i + 1] != self.token_end(i):
+                # XLA's lexer reads `key=` as one token: no space or comment before the '='.
+                raise self.error(f"'=' right after attribute '{key}'", i + 1)
             i += 2
             if kinds[i] == "NL":
                 # A line break before a value in braces (`calls=` then an inline computation
@@ -632,6 +634,8 @@ class _Parser:
                     break
             elif kind == "ERROR":
                 raise self.error(f"a value for attribute '{key}'", i)
+            elif depth == 0 and i > first and kind == "NAME" and self._starts_instruction(i):
+                break  # the next instruction, on the same line (whitespace to XLA's lexer)
             i += 1
         if i == first:
             raise self.error(f"a value for attribute '{key}'", i)
@@ -685,11 +689,15 @@ class _Parser:
                     if kinds[self.i] == "PUNCT" and values[self.i] == "{":
                         # A row over lines, which XLA reads: its pieces up to the brace.
                         pieces = []
+                        last_end = -1
                         while kinds[self.i] != "EOF" and values[self.i] != "}":
                             if kinds[self.i] != "NL":
+                                if self.starts[self.i] != last_end:
+                                    pieces.append(" ")  # apart in the text
                                 pieces.append(values[self.i])
+                                last_end = self.token_end(self.i)
                             self.i += 1
-                        row = " ".join(pieces[1:])
+                        row = "".join(pieces[2:])
                     elif kinds[self.i] == "BRACED":
                         row = _BLOCK_COMMENT_RE.sub(" ", values[self.i][1:-1])
                     else:
@@ -820,8 +828,8 @@ class _Parser:
                 if roots > 1:
                     raise self.error("one ROOT per computation", start)
             instructions.append(instr)
-            if (values[self.i] != "}" or not closed) and not (
-                    inline and self._starts_instruction(self.i)):
+            if (values[self.i] != "}" or not closed) and not self._starts_instruction(self.i):
+                # (XLA's grammar needs no line break between two instructions.)
                 self.end_of_line("',' before another attribute, or end of line")
         if not instructions:
             raise self.error_at(self.starts[open_i], f"instructions in computation '{name}'",
