@@ -593,3 +593,72 @@ def test_an_omitted_pad_shape_with_a_malformed_config_is_located() -> None:
     with pytest.raises(HloParseError) as e:
         parse(_OMITTED_MODULE % "pad(a, z), padding=1_ax0_0")
     assert "a shape before opcode 'pad'" in e.value.expected
+
+
+# --- forms found by scripts/agreement_xla.py (each measured against jaxlib's parser) --------
+
+def test_two_instructions_on_one_line() -> None:
+    # XLA's grammar needs no line break between instructions: an attribute value ends where
+    # the next instruction begins.
+    one_line = CANONICAL.replace(
+        "  %x = f32[4]{0} parameter(0)\n  ROOT %n",
+        "  %x = f32[4]{0} parameter(0), metadata={op_name=\"x\"}  %y = f32[4]{0} abs(%x)"
+        "  ROOT %n")
+    m, _ = roundtrip(one_line)
+    assert [i.name for i in m.entry.instructions] == ["x", "y", "n"]
+    assert m.entry.instruction("x").metadata.op_name == "x"
+    m, _ = roundtrip(CANONICAL.replace("parameter(0)\n  ROOT", "parameter(0) ROOT"))
+    assert [i.name for i in m.entry.instructions] == ["x", "n"]
+
+
+@pytest.mark.parametrize("attribute, ok", [
+    ('metadata={op_name="neg"}', True), ('metadata= {op_name="neg"}', True),
+    ('metadata ={op_name="neg"}', False), ('metadata/*c*/={op_name="neg"}', False)])
+def test_an_attributes_equals_sign_follows_its_name(attribute, ok) -> None:
+    # XLA's lexer reads `name=` as one token: jaxlib says "expects attribute name" otherwise.
+    text = CANONICAL.replace('metadata={op_name="neg"}', attribute)
+    if ok:
+        same_as_canonical(text)
+        return
+    with pytest.raises(HloParseError) as e:
+        parse(text)
+    assert e.value.line == 5 and e.value.expected == "'=' right after attribute 'metadata'"
+
+
+TABLES = """HloModule m
+
+FileNames
+1 "m.py"
+
+FunctionNames
+1 "f"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=1 end_column=9}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %n = f32[4]{0} negate(%x), metadata={op_name="neg" stack_frame_id=1}
+}
+"""
+
+
+@pytest.mark.parametrize("row, ok", [
+    ("{file_location_id=1\n  parent_frame_id=1}", True),  # a row over lines
+    ("{file_location_id=1 parent_frame_id= 1}", True),
+    ("{file_location_id=1 parent_frame_id /*c*/=1}", False),
+    ("{file_location_id=1 parent_frame_id =1}", False),
+    ("{file_loca//c\ntion_id=1 parent_frame_id=1}", False),  # a comment splits a name
+])
+def test_a_stack_frame_rows_fields(row, ok) -> None:
+    text = TABLES.replace("{file_location_id=1 parent_frame_id=1}", row)
+    if ok:
+        m, _ = roundtrip(text)
+        assert m.source_location(m.entry.root).line == 3
+        return
+    with pytest.raises(HloParseError) as e:
+        parse(text)
+    assert e.value.line == 13 and "a row of table StackFrames" in e.value.expected

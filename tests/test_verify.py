@@ -747,3 +747,16 @@ def test_alias_and_parameter_twins_agree_with_xla() -> None:
            "  ROOT t = (f32[2], f32[2]) tuple(p, p)\n}\n"]
     good = bad[0].replace("{0} (0", "{0}: (0")
     assert _xla_accepts(good) and not any(_xla_accepts(t) for t in bad)
+
+
+@pytest.mark.parametrize("metadata, says", [
+    ('{op_name="neg" source_line=3}', None),
+    ("{op_name=neg}", "has op_name=neg, not a quoted string"),  # jaxlib: expects string
+    ('{op_name="neg" source_line="3"}', 'has source_line="3", not an integer'),
+])
+def test_metadata_strings_are_quoted_and_integers_bare(metadata, says) -> None:
+    text = ("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n"
+            f"  ROOT n = f32[4] negate(p), metadata={metadata}\n}}\n")
+    found = problems(parse(text))
+    assert [(p[2], says in p[3]) for p in found] == ([("attribute-value", True)] if says
+                                                     else [])
