@@ -662,3 +662,15 @@ def test_a_stack_frame_rows_fields(row, ok) -> None:
     with pytest.raises(HloParseError) as e:
         parse(text)
     assert e.value.line == 13 and "a row of table StackFrames" in e.value.expected
+
+
+@pytest.mark.parametrize("row_id", ["0", "-3", "07"])
+def test_a_row_id_xla_reads(row_id) -> None:
+    # jaxlib's parser takes a row of id 0 or below (no reference reaches it) and leading
+    # zeros; '+2' it refuses.
+    text = TABLES.replace('FunctionNames\n1 "f"', f'FunctionNames\n1 "f"\n{row_id} "g"')
+    m, _ = roundtrip(text)
+    names = m.stack_frame_index.function_names
+    assert names == (("f",) + ("",) * 5 + ("g",) if row_id == "07" else ("f",))
+    with pytest.raises(HloParseError):
+        parse(TABLES.replace('FunctionNames\n1 "f"', 'FunctionNames\n1 "f"\n+2 "g"'))

@@ -673,11 +673,12 @@ class _Parser:
             self.end_of_line(f"end of line after '{table}'")
             self.skip_nl()
             while kinds[self.i] == "NUMBER":
-                if not values[self.i].isdigit():
+                v = values[self.i]
+                if not (v[1:] if v[0] == "-" else v).isdigit():
                     raise self.error(f"a row number in table {table}")
-                row_id = int(values[self.i])
-                if row_id < 1:
-                    raise self.error(f"a row id of 1 or more in table {table}")
+                # Ids count from 1; XLA's parser reads a row of id 0 or below too, which no
+                # reference reaches (dropped with the index below, as from XLA's).
+                row_id = int(v)
                 self.i += 1
                 self.skip_nl()  # the row may begin on the next line
                 if table in ("FileNames", "FunctionNames"):
