@@ -386,6 +386,10 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
                 if name:
                     fused_keys.setdefault(key, set()).add(owner)
                     fused_names.setdefault(name, set()).add(owner)
+    # Each set of fusions sorted once, not once per pre-optimization op that finds it (a
+    # scope's set is found by every op of that scope).
+    keyed = {k: tuple(sorted(v)) for k, v in fused_keys.items()}
+    named = {k: tuple(sorted(v)) for k, v in fused_names.items()}
     ops: list[PreOp] = []
     counts: Counter[str] = Counter()
     by_metadata = 0
@@ -399,7 +403,7 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
                 continue
             raw = instr.metadata.op_name if instr.metadata else ""
             src = _source(pre, instr, pre_frames)
-            fusions: Iterable[str] = ()
+            fusions: tuple[str, ...] = ()
             heir = None if raw else inherited.get((comp.name, instr.name))
             if raw or heir is not None:
                 if raw:
@@ -417,7 +421,7 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
                     status = MATERIALIZED
                 elif key in fused_keys or full in fused_names:
                     status = FUSED
-                    fusions = fused_keys.get(key) or fused_names.get(full, set())
+                    fusions = keyed.get(key) or named.get(full, ())
                 else:
                     status = GONE
             else:
@@ -429,13 +433,13 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
                     status = MATERIALIZED
                 elif (hits := [o for n, o in fused_shapes.get(dk, ()) if n.startswith(prefix)]):
                     status = FUSED
-                    fusions = hits
+                    fusions = tuple(sorted(set(hits)))
                 else:
                     status = GONE
             counts[status] += 1
             ops.append(PreOp(instr.name, comp.name, instr.opcode, str(instr.shape),
                              instr.shape.total_logical_bytes, trim_scope(full), src, status,
-                             matched, tuple(sorted(set(fusions))) if fusions else ()))
+                             matched, fusions))
     total = len(ops)
     return PrePostMap(tuple(ops), counts[MATERIALIZED], counts[FUSED], counts[GONE],
                       by_metadata, (by_metadata + by_users) / total if total else 1.0,
