@@ -1592,13 +1592,63 @@ def _is_inline(a: Attribute) -> bool:
     return a.key in COMPUTATION_ATTRIBUTES and a.value.startswith("{") and "=" in a.value
 
 
-_LINE_BREAK_RE = re.compile(r"[ \t]*(?://[^\n]*)?\n\s*")
+# A string (kept, its line breaks made spaces), a block comment (dropped), or a line break
+# with the spaces and the line comment around it (one space): what _one_line replaces.
+_ONE_LINE_RE = re.compile(r'("(?:[^"\\]|\\.)*")|/\*[\s\S]*?\*/|[ \t]*(?://[^\n]*)?\n\s*')
+_BREAK_IN_STRING_RE = re.compile(r"[ \t]*\n\s*")
+
+
+def _one_line_piece(m: re.Match[str]) -> str:
+    string = m.group(1)
+    if string is not None:
+        return _BREAK_IN_STRING_RE.sub(" ", string) if "\n" in string else string
+    return "" if m.group(0).startswith("/*") else " "
 
 
 def _one_line(raw: str) -> str:
-    """A value written over several lines, as XLA prints it: on one."""
-    out = _LINE_BREAK_RE.sub(" ", raw)
-    return re.sub(r"/\*[\s\S]*?\*/", "", out) if "/*" in out else out
+    """A value written over several lines, as XLA prints it: on one. Comments go, outside
+    strings only (a '//' inside a string is text). Where the one line would read as other
+    tokens than the lines did (a brace group that the line breaks kept open now closes
+    across them, in a value the fuzzer garbled), the value stays as written, so that
+    printing it and parsing it again gives it back."""
+    flat = _ONE_LINE_RE.sub(_one_line_piece, raw)
+    return flat if _tokens(flat) == _tokens(raw) and _depth(flat) == _depth(raw) else raw
+
+
+def _depth(text: str) -> int:
+    """The bracket depth at the end of ``text`` as the token path counts it (a brace group
+    on one line is one token), or -1 where it closes more than it opened."""
+    kinds, values = tokenize(text)[:2]
+    depth = 0
+    for kind, value in zip(kinds, values):
+        if kind == "PUNCT":
+            if value in _OPEN:
+                depth += 1
+            elif value in _CLOSE:
+                depth -= 1
+                if depth < 0:
+                    return -1
+    return depth
+
+
+def _tokens(text: str) -> list[tuple[Optional[str], str]]:
+    """The tokens of ``text`` without line breaks and comments, a string's breaks made
+    spaces: what a value over lines and its one line must share."""
+    out = []
+    for m in _TOKEN_RE.finditer(text):
+        kind = m.lastgroup
+        if kind == "NL" or kind == "COMMENT" or m.end() == m.start():
+            continue
+        value = m.group(kind) if kind else m.group(0)
+        if kind == "BRACED":  # a brace group on one line: its pieces, as over lines
+            out.append(("OTHER", "{"))
+            out.extend(_tokens(value[1:-1]))
+            out.append(("OTHER", "}"))
+            continue
+        if kind == "STRING" and "\n" in value:
+            value = _BREAK_IN_STRING_RE.sub(" ", value)
+        out.append((kind, value))
+    return out
 
 
 def _shape_expectation(e: ShapeError) -> str:
