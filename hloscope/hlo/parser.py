@@ -1631,15 +1631,15 @@ def _depth(text: str) -> int:
     return depth
 
 
-def _tokens(text: str) -> list[tuple[Optional[str], str]]:
+def _tokens(text: str) -> list[tuple[str, str]]:
     """The tokens of ``text`` without line breaks and comments, a string's breaks made
     spaces: what a value over lines and its one line must share."""
-    out = []
+    out: list[tuple[str, str]] = []
     for m in _TOKEN_RE.finditer(text):
         kind = m.lastgroup
-        if kind == "NL" or kind == "COMMENT" or m.end() == m.start():
-            continue
-        value = m.group(kind) if kind else m.group(0)
+        if kind is None or kind == "NL" or kind == "COMMENT":
+            continue  # (None: the blanks at the end)
+        value = m.group(kind)
         if kind == "BRACED":  # a brace group on one line: its pieces, as over lines
             out.append(("OTHER", "{"))
             out.extend(_tokens(value[1:-1]))
