@@ -183,21 +183,27 @@ def test_this_process_counts_its_native_threads() -> None:
         t.join()
 
 
+def _forks_of_any_module(monkeypatch) -> list[int]:
+    """Let the memory command fork for any module, and list each child's pid."""
+    monkeypatch.setattr(helper, "cores", lambda: 2)
+    monkeypatch.setattr(helper, "MIN_TEXT", 0)
+    monkeypatch.setattr(helper, "single_threaded", lambda: True)
+    pids: list[int] = []
+    inner = helper.ForkedUnfused.__init__
+
+    def init(self, module, backend):  # type: ignore[no-untyped-def]
+        inner(self, module, backend)
+        pids.append(self._pid)
+    monkeypatch.setattr(helper.ForkedUnfused, "__init__", init)
+    return pids
+
+
 @FORKS
 def test_the_memory_command_prints_the_same_with_and_without_its_fork(monkeypatch) -> None:
     from click.testing import CliRunner
 
     from hloscope import cli
-    monkeypatch.setattr(helper, "cores", lambda: 2)
-    monkeypatch.setattr(helper, "MIN_TEXT", 0)
-    monkeypatch.setattr(helper, "single_threaded", lambda: True)
-    forks: list[int] = []
-    inner = helper.ForkedUnfused.__init__
-
-    def init(self, module, backend):  # type: ignore[no-untyped-def]
-        forks.append(len(module.computations))
-        inner(self, module, backend)
-    monkeypatch.setattr(helper.ForkedUnfused, "__init__", init)
+    forks = _forks_of_any_module(monkeypatch)
     args = ["memory", POST, "--pre", PRE, "--json"]
     forked = CliRunner().invoke(cli.main, args)
     assert forked.exit_code == 0, forked.output
@@ -217,16 +223,7 @@ def test_the_memory_command_stops_its_fork_when_the_module_fails_to_verify(
     from click.testing import CliRunner
 
     from hloscope import cli
-    monkeypatch.setattr(helper, "cores", lambda: 2)
-    monkeypatch.setattr(helper, "MIN_TEXT", 0)
-    monkeypatch.setattr(helper, "single_threaded", lambda: True)
-    pids: list[int] = []
-    inner = helper.ForkedUnfused.__init__
-
-    def init(self, module, backend):  # type: ignore[no-untyped-def]
-        inner(self, module, backend)
-        pids.append(self._pid)
-    monkeypatch.setattr(helper.ForkedUnfused, "__init__", init)
+    pids = _forks_of_any_module(monkeypatch)
     bad = tmp_path / "bad.hlo"
     bad.write_text("HloModule m\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n"
                    "  ROOT n = s32[2]{0} negate(p)\n}\n")
