@@ -753,6 +753,7 @@ def test_alias_and_parameter_twins_agree_with_xla() -> None:
     ('{op_name="neg" source_line=3}', None),
     ("{op_name=neg}", "has op_name=neg, not a quoted string"),  # jaxlib: expects string
     ('{op_name="neg" source_line="3"}', 'has source_line="3", not an integer'),
+    ('{source_line=3 op_name="neg" source_line=4}', "has source_line twice"),
 ])
 def test_metadata_strings_are_quoted_and_integers_bare(metadata, says) -> None:
     text = ("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n"

@@ -61,7 +61,11 @@ def parse_metadata(raw: str) -> OpMetadata:
 
     Keys hloscope does not model (e.g. profile_type) stay in the raw attribute only."""
     fields: dict[str, Any] = {}
+    seen: set[str] = set()
     for key, quoted, bare in _KV_RE.findall(raw):
+        if key in seen and "_flaw" not in fields:  # XLA: "attribute ... already exists"
+            fields["_flaw"] = f"has {key} twice"
+        seen.add(key)
         if key in _METADATA_STR:
             value = quoted or bare
             fields[key] = unquote('"' + value + '"') if "\\" in value else value
