@@ -104,6 +104,7 @@ _CLOSE = frozenset("})]")
 # A row's field: XLA's lexer reads ``name=`` as one token, so nothing may come between.
 _KV_INT_RE = re.compile(r"([A-Za-z_]+)=\s*(-?\d+)")
 _BLOCK_COMMENT_RE = re.compile(r"/\*.*?\*/", re.S)
+_ROW_COMMENT_RE = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # The fields of a stack-frame table row, all of which XLA's parser requires.
 _ROW_FIELDS = {"FileLocations": frozenset({"file_name_id", "function_name_id", "line",
                                            "end_line", "column", "end_column"}),
@@ -688,17 +689,12 @@ class _Parser:
                 else:
                     row_at = self.i
                     if kinds[self.i] == "PUNCT" and values[self.i] == "{":
-                        # A row over lines, which XLA reads: its pieces up to the brace.
-                        pieces = []
-                        last_end = -1
+                        # A row over lines, which XLA reads: its text up to the brace, each
+                        # comment a space (it parts what it stands between).
+                        opened = self.starts[self.i]
                         while kinds[self.i] != "EOF" and values[self.i] != "}":
-                            if kinds[self.i] != "NL":
-                                if self.starts[self.i] != last_end:
-                                    pieces.append(" ")  # apart in the text
-                                pieces.append(values[self.i])
-                                last_end = self.token_end(self.i)
                             self.i += 1
-                        row = "".join(pieces[2:])
+                        row = _ROW_COMMENT_RE.sub(" ", self.text[opened + 1:self.starts[self.i]])
                     elif kinds[self.i] == "BRACED":
                         row = _BLOCK_COMMENT_RE.sub(" ", values[self.i][1:-1])
                     else:
