@@ -13,11 +13,10 @@ from hloscope.hlo.parser import parse, parse_file
 from hloscope.hlo.verify import HloVerifyError, located, problems, verify
 
 
-def module(body: str, params: str = "x: f32[8,4]", header: str = "",
-           extra: str = "") -> str:
+def module(body: str, header: str = "", extra: str = "") -> str:
     return f"""HloModule m{header}
 {extra}
-ENTRY %main ({params}) -> f32[] {{
+ENTRY %main {{
   %x = f32[8,4]{{1,0}} parameter(0)
 {body}
 }}
@@ -271,8 +270,15 @@ def test_while_signatures() -> None:
     good = module(loop, extra=body)
     verify(parse(good), good)
     bad = module(loop, extra=body.replace("ROOT %p = pred[] constant(false)",
-                                          "ROOT %p = s32[] constant(0)"))
+                                          "ROOT %p = s32[] constant(0)")
+                 .replace("-> pred[] {", "-> s32[] {"))
     with pytest.raises(HloVerifyError, match=r"returns s32\[\], not pred\[\].*while-signature"):
+        verify(parse(bad), bad)
+    # Its header still saying pred[]: the root against the header comes first, as in XLA.
+    bad = module(loop, extra=body.replace("ROOT %p = pred[] constant(false)",
+                                          "ROOT %p = s32[] constant(0)"))
+    with pytest.raises(HloVerifyError, match=r"cond declares the result pred\[\]; its root p "
+                                             r"is s32\[\].*computation-result"):
         verify(parse(bad), bad)
 
 

@@ -45,7 +45,7 @@ def quote(text: str) -> str:
 
 
 # key=value fields of a metadata block; XLA's parser also takes a comma between fields.
-_KV_RE = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)=(?:"((?:[^"\\]|\\.)*)"|([^\s},]+))')
+_KV_RE = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)=(?:"((?:[^"\\]|\\.)*)"|(\{[^{}]*\}|[^\s},{]+))')
 _METADATA_INT = frozenset({"source_line", "source_end_line", "source_column",
                            "source_end_column", "stack_frame_id"})
 

@@ -1,7 +1,7 @@
 """The typed IR of an HLO module: Module, Computation, Instruction and their parts.
 
-Everything is a frozen dataclass, and this module imports nothing of the parser side. Attributes are kept as (key, raw text) pairs in the order XLA
-printed them, which is what the printer writes back; the fields analyses need (fusion kind,
+Everything is a frozen dataclass, and this module imports nothing of the parser side.
+Attributes are kept as (key, raw text) pairs in the order XLA printed them, which is what the printer writes back; the fields analyses need (fusion kind,
 called computations, metadata, backend config, ...) are decoded from them by the parser.
 """
 
@@ -241,6 +241,9 @@ class Computation:
     instructions: tuple[Instruction, ...]
     is_entry: bool = False
     execution_thread: Optional[str] = None
+    # The result shape its header declares (``(p: f32[]) -> f32[]``), when it has one: XLA's
+    # parser holds the root's shape to it; the verifier does here.
+    declared_result: Optional[Shape] = field(default=None, compare=False, repr=False)
     _index: dict[str, Instruction] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -298,6 +298,8 @@ class _Parser:
         self.declared: list[tuple[str, Shape, int]] = []
         # Computations written in place as attribute values, for the computation being read.
         self.inline: list[Computation] = []
+        # The result shape the last computation header read declares (None without one).
+        self.declared_result: Optional[Shape] = None
         self.spans: dict[tuple[str, str], tuple[int, int]] = {}
         self.anonymous_count = 0
         # Decoded metadata by its text: a module repeats a few thousand distinct ones many
@@ -445,8 +447,7 @@ class _Parser:
             # XLA's own rule: with no ENTRY marker, the last computation is the entry.
             last = computations[-1]
             entry_name = last.name
-            computations[-1] = Computation(last.name, last.instructions, True,
-                                           last.execution_thread)
+            computations[-1] = dataclasses.replace(last, is_entry=True)
         return Module(name, tuple(computations), entry_name, header, tables, self.source,
                       headerless=headerless, **decoded)  # type: ignore[arg-type]
 
@@ -733,6 +734,7 @@ class _Parser:
     # ---------------------------------------------------------------- computations
     def computation(self) -> Computation:
         is_entry, name, execution_thread = self.computation_header()
+        declared = self.declared_result
         kinds, values = self.kinds, self.values
         self.skip_nl()
         if kinds[self.i] == "BRACED":
@@ -745,7 +747,7 @@ class _Parser:
             for a in self.attribute_list():
                 if a.key == "execution_thread":
                     execution_thread = attrs.unquote(a.value)
-        return Computation(name, instructions, is_entry, execution_thread)
+        return Computation(name, instructions, is_entry, execution_thread, declared)
 
     def computation_header(self) -> tuple[bool, str, Optional[str]]:
         """``[ENTRY] name [(signature) -> shape] [, execution_thread="..."]``, up to the
@@ -759,8 +761,7 @@ class _Parser:
         j = self._after_nl(self.i)
         if values[j] in ("(", "{") or kinds[j] == "BRACED":
             self.i = j  # the header over several lines
-        if values[self.i] == "(":
-            self.signature()
+        self.declared_result = self.signature() if values[self.i] == "(" else None
         execution_thread = None
         if values[self.i] == ",":
             self.i += 1
@@ -893,9 +894,9 @@ class _Parser:
         self.values[i:i + 1] = ["{"] + v[:-1] + ["}"]
         self.starts[i:i + 1] = [start] + s[:-1] + [end - 1]
 
-    def signature(self) -> None:
-        """``(name: shape, ...) -> shape``; the shapes repeat the parameters', so only checked
-        for form."""
+    def signature(self) -> Shape:
+        """``(name: shape, ...) -> shape``: the result shape. The parameters' shapes repeat
+        the parameter instructions', so they are only checked for form."""
         self.expect_punct("(")
         self.skip_nl()
         if self.values[self.i] != ")":
@@ -912,8 +913,9 @@ class _Parser:
         self.skip_nl()
         self.expect_punct("->")
         self.skip_nl()
-        self.shape()
+        result = self.shape()
         self.skip_nl()
+        return result
 
     # ---------------------------------------------------------------- shapes
     def shape(self) -> Shape:
@@ -1418,7 +1420,7 @@ class _LineReader:
             n += 1
             if not line.strip(" \t"):
                 continue
-            is_entry, comp_name = self.computation_header(line)
+            is_entry, comp_name, declared = self.computation_header(line)
             if comp_name in names:
                 raise _GiveUp
             n, instructions = self.body(lines, n)
@@ -1427,22 +1429,25 @@ class _LineReader:
                 if entry_name is not None:
                     raise _GiveUp
                 entry_name = comp_name
-            computations.append(Computation(comp_name, instructions, is_entry))
+            computations.append(Computation(comp_name, instructions, is_entry,
+                                            declared_result=declared))
         if not computations or not self.called <= names:
             raise _GiveUp
         if entry_name is None:
             last = computations[-1]
             entry_name = last.name
-            computations[-1] = Computation(last.name, last.instructions, True)
+            computations[-1] = dataclasses.replace(last, is_entry=True)
         return Module(name, tuple(computations), entry_name, header, tables, self.source,
                       **decoded)  # type: ignore[arg-type]
 
-    def computation_header(self, line: str) -> tuple[bool, str]:
+    def computation_header(self, line: str) -> tuple[bool, str, Optional[Shape]]:
+        """Whether it is the entry, its name, and the result shape it declares."""
         m = _HEADER_RE.fullmatch(line)
         if m is not None and m.group(2) != "ENTRY":
+            shape = None
             for shape_text in _ARRAY_TOKEN_RE.findall(line):
-                _shape(shape_text)
-            return m.group(1) is not None, m.group(2)
+                shape = _shape(shape_text)
+            return m.group(1) is not None, m.group(2), shape if ") -> " in line else None
         h = _Parser(line, self.source)
         try:
             is_entry, comp_name, thread = h.computation_header()
@@ -1451,7 +1456,7 @@ class _LineReader:
         if thread is not None or h.values[h.i] != "{" or h.kinds[h.i] != "PUNCT" or \
                 h.kinds[h.i + 1] != "EOF":
             raise _GiveUp
-        return is_entry, comp_name
+        return is_entry, comp_name, h.declared_result
 
     def body(self, lines: list[str], n: int) -> tuple[int, tuple[Instruction, ...]]:
         """The instructions from line ``n`` to the line that is the closing '}'; returns the

@@ -190,6 +190,7 @@ class Shape:
 
 _ARRAY_RE = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](?:\{([^{}]*)\})?")
 _TAIL_ITEM_RE = re.compile(r"(SC|[A-Z#*])\(")
+_DIM_LEVEL_RE = re.compile(r"[DCS][+~]*")
 _cache: dict[str, Shape] = {}
 
 
@@ -237,47 +238,65 @@ def parse_array_shape(text: str) -> Shape:
 
 
 def _parse_layout(text: str, rank: int, offset: int) -> Layout:
+    if not text.strip():
+        # XLA reads a brace as a layout only where a dimension number or ':' follows it.
+        raise ShapeError("a layout (minor-to-major dimension numbers or ':') in the braces",
+                         offset)
     m2m_text, sep, tail = text.partition(":")
     m2m: tuple[int, ...] = ()
     if m2m_text.strip():
         try:
             m2m = tuple(int(x) for x in m2m_text.split(","))
         except ValueError:
-            raise ShapeError(f"expected minor-to-major dimension numbers, found '{m2m_text}'",
+            raise ShapeError(f"minor-to-major dimension numbers in the layout, not '{m2m_text}'",
                              offset) from None
     if sorted(m2m) != list(range(rank)) and m2m:
-        raise ShapeError(f"layout {{{text}}} is not a permutation of {rank} dimensions", offset)
+        raise ShapeError(f"a layout that is a permutation of the {rank} dimensions (layout "
+                         f"{{{text}}} is not a permutation of them)", offset)
     tiles: list[Tile] = []
     element_size = 0
     memory_space = 0
     pos = 0
     tail = tail.strip()
+    if tail and not m2m and rank:
+        raise ShapeError(f"minor-to-major numbers for the {rank} dimensions before ':' in the "
+                         "layout", offset)
+    at = offset + len(m2m_text) + 1  # where the tail starts
     while pos < len(tail):
         item = _TAIL_ITEM_RE.match(tail, pos)
         if item is None:
-            raise ShapeError(f"unexpected '{tail[pos]}' in layout", offset + len(m2m_text) + 1 + pos)
+            # (An item of a letter XLA does not know yet is kept: a newer XLA's dump.)
+            raise ShapeError(f"a layout item such as T(...) or S(...), not '{tail[pos:pos + 4]}'",
+                             at + pos)
         key = item.group(1)
         pos = item.end() - 1
         groups = []
         while pos < len(tail) and tail[pos] == "(":
             end = _matching_paren(tail, pos)
             if end < 0:
-                raise ShapeError("unbalanced '(' in layout", offset + len(m2m_text) + 1 + pos)
+                raise ShapeError("a ')' closing this '(' in the layout", at + pos)
             groups.append(tail[pos + 1:end])
             pos = end + 1
-            if key != "T":
+            if key not in ("T", "SC"):
                 break
         if key == "T":
             for g in groups:
                 dims = [x.strip() for x in g.split(",") if x.strip()]
                 if not all(d == "*" or d.isdigit() for d in dims):
-                    raise ShapeError(f"expected tile sizes (numbers or '*'), found '({g})'",
-                                     offset + len(m2m_text) + 1)
+                    raise ShapeError(f"tile sizes (numbers or '*'), not '({g})'", at)
                 tiles.append(tuple(None if d == "*" else int(d) for d in dims))
         elif key == "E" and groups and groups[0].strip().isdigit():
             element_size = int(groups[0])
         elif key == "S" and groups and groups[0].strip().isdigit():
             memory_space = int(groups[0])
+        elif key == "D" and groups and not all(
+                _DIM_LEVEL_RE.fullmatch(x.strip()) for x in groups[0].split(",")):
+            raise ShapeError(f"dimension level types D, C or S (each may end with + or ~), "
+                             f"not 'D({groups[0]})'", at)
+        elif key == "P":
+            # XLA: "Layout has physical shape, but is not for a sparse array".
+            raise ShapeError("a layout without P(...): a physical shape is for sparse arrays, "
+                             "and XLA's parser refuses it on this one", at)
     return Layout(m2m, tail, tuple(tiles), element_size, memory_space)
 
 

@@ -20,7 +20,7 @@ from hloscope.hlo.attributes import parse_int_list
 from hloscope.hlo.infer import BINARY, UNARY, dot_dims, padded_dims, padding_config
 from hloscope.hlo.ir import Computation, Instruction, Module
 from hloscope.hlo.parser import HloParseError
-from hloscope.hlo.shape import Shape
+from hloscope.hlo.shape import Shape, ShapeError, compatible, parse_shape
 from hloscope.hlo.xla_attributes import ALLOWED, COMMON, REQUIRED
 
 
@@ -543,6 +543,41 @@ def _custom_call(comp: Computation, instr: Instruction, ops: list[Shape]) -> Non
     if raw is not None and raw.strip() not in API_VERSIONS:
         raise _Problem("custom-call-api-version",
                        f"api_version={raw} is not one of {', '.join(sorted(API_VERSIONS))}")
+    raw = instr.attribute("operand_layout_constraints")
+    if raw is not None:
+        # One shape per operand, each compatible with the operand's (its layout is the
+        # constraint), as XLA's parser asks.
+        try:
+            wanted = parse_shape("(" + raw.strip()[1:-1] + ")").tuple_shapes
+        except ShapeError:
+            raise _Problem("attribute-value", f"operand_layout_constraints={_clip(raw)} is not "
+                                              "a list of shapes") from None
+        if len(wanted) != len(ops):
+            raise _Problem("custom-call-layouts", f"operand_layout_constraints gives "
+                                                  f"{len(wanted)} shapes for {len(ops)} operands")
+        for k, (w, o) in enumerate(zip(wanted, ops)):
+            if not compatible(w, o):
+                raise _Problem("custom-call-layouts",
+                               f"operand_layout_constraints' shape {k} {_text(w)} is not "
+                               f"operand {k}'s shape {_text(o)}")
+
+
+def _parameter(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    raw = instr.attribute("parameter_replication")
+    if raw is not None and _BOOL_LIST.fullmatch(raw.strip()):
+        given = len(re.findall(r"true|false", raw))
+        leaves = len(instr.shape.leaves()) if instr.shape.tuple_shapes or \
+            not instr.shape.is_tuple else 0
+        if given != leaves:
+            raise _Problem("parameter-replication",
+                           f"parameter_replication has {given} entries; the parameter "
+                           f"{_text(instr.shape)} has {leaves} leaf buffers")
+
+
+def _infeed(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    if not instr.shape.is_tuple or not instr.shape.tuple_shapes:
+        raise _Problem("infeed-shape", f"infeed is {_text(instr.shape)}: XLA's parser wants a "
+                                       "non-empty tuple (data, token)")
 
 
 # result_accuracy's two forms: a mode, or tolerances that are not negative (XLA's
@@ -591,22 +626,73 @@ def _dynamic_reshape(comp: Computation, instr: Instruction, ops: list[Shape]) ->
                        f"({math.prod(instr.shape.dimensions)})")
 
 
-def _async_chain(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
-    """async-update and async-done: one operand, an async-start or async-update; an update has
-    its operand's shape, a done the wrapped computation's result (element 1 of it)."""
-    if len(instr.operands) != 1 or comp._index[instr.operands[0]].opcode not in (
-            "async-start", "async-update"):
+def _async_start_of(comp: Computation, instr: Instruction) -> Optional[Instruction]:
+    """The async-start an async-update or async-done continues (through updates)."""
+    seen = 0
+    while instr.operands and seen < len(comp.instructions):
+        instr = comp._index[instr.operands[0]]
+        if _async_role(instr.opcode) == "start":
+            return instr
+        if _async_role(instr.opcode) != "update":
+            return None
+        seen += 1
+    return None
+
+
+def _async_role(opcode: str) -> Optional[str]:
+    """"start", "update" or "done" for async-start/-update/-done and the printed sugar of a
+    wrapped op (custom-call-start, ...), where XLA has no opcode of that name; else None."""
+    head, _, tail = opcode.rpartition("-")
+    if tail not in ("start", "update", "done") or opcode in XLA_OPCODES and head != "async":
+        return None
+    return tail
+
+
+def _wrapped(module: Module, start: Instruction) -> tuple[str, Optional[str]]:
+    """The opcode an async-start wraps and its computation (None for the sugar form)."""
+    if start.opcode != "async-start":
+        return start.opcode.rpartition("-")[0], None
+    callee = start.called_computations[0] if start.called_computations else None
+    if callee is None or callee not in module:
+        return "", callee
+    return module.computation(callee).root.opcode, callee
+
+
+def _async_chain(module: Module, comp: Computation, instr: Instruction,
+                 ops: list[Shape]) -> None:
+    """async-update and async-done (and their sugar, custom-call-done, ...): one operand, an
+    async-start or async-update; the same wrapped computation, opcode and thread as the
+    start; an update has its operand's shape, a done the wrapped result (element 1)."""
+    role = _async_role(instr.opcode)
+    if len(instr.operands) != 1 or _async_role(comp._index[instr.operands[0]].opcode) not in (
+            "start", "update"):
         raise _Problem("async-chain", f"{instr.opcode} takes one operand, an async-start or "
                                       "async-update")
+    start = _async_start_of(comp, instr)
+    if start is not None:
+        opcode, callee = _wrapped(module, start)
+        mine = instr.called_computations[0] if instr.called_computations else None
+        if mine is not None and callee is not None and mine != callee:
+            raise _Problem("async-chain", f"{instr.opcode} names {mine}; its async-start "
+                                          f"{start.name} wraps {callee}")
+        if not instr.opcode.startswith("async-") and opcode and \
+                instr.opcode.rpartition("-")[0] != opcode:
+            raise _Problem("async-chain", f"{instr.opcode}: its async-start {start.name} wraps "
+                                          f"{opcode}, not {instr.opcode.rpartition('-')[0]}")
+        thread = instr.attribute("async_execution_thread")
+        if thread is not None and thread != (start.attribute("async_execution_thread")
+                                             or '"main"'):
+            raise _Problem("async-chain", f"{instr.opcode} runs on async_execution_thread="
+                                          f"{thread}; its async-start {start.name} on "
+                                          f"{start.attribute('async_execution_thread') or 'main'}")
     bundle = ops[0]
     if not bundle.is_tuple or len(bundle.tuple_shapes) < 2:
         return  # the start's own rule says so
-    want = bundle if instr.opcode == "async-update" else bundle.tuple_shapes[1]
+    want = bundle if role == "update" else bundle.tuple_shapes[1]
     if _text(instr.shape) != _text(want):
         raise _Problem("async-chain",
                        f"{instr.opcode} is {_text(instr.shape)}; its operand's "
-                       f"{'bundle' if instr.opcode == 'async-update' else 'result'} is "
-                       f"{_text(want)}")
+                       f"{'bundle' if role == 'update' else 'result'} is {_text(want)}")
 
 
 # The form of each attribute's value, as XLA's parser reads it (its attribute types: bool,
@@ -641,6 +727,7 @@ _ENUMS_BY_OPCODE = {("rng-bit-generator", "algorithm"): (
 _PRECISIONS = frozenset("default high highest".split())
 _INT_RE = re.compile(r"[-+]?\d+")
 _INT_LIST_RE = re.compile(r"\{\s*(?:[-+]?\d+\s*(?:,\s*[-+]?\d+\s*)*)?\}")
+_INT_LISTS_RE = re.compile(r"\{\s*(?:%s\s*(?:,\s*%s\s*)*)?\}" % ((_INT_LIST_RE.pattern,) * 2))
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
 _FRONTEND_KEY = re.compile(r"\s*[A-Za-z_][\w.\-]*\s*=\s*")
 _QUOTED_RE = re.compile(_QUOTED)
@@ -762,6 +849,10 @@ def _attribute_value(opcode: str, key: str, value: str) -> Optional[str]:
     if key in _INT:
         return None if _INT_RE.fullmatch(v) else "is not an integer"
     if key in _INT_LIST:
+        if key == "slice_sizes" and opcode.startswith("collective-permute"):
+            # In-place collective-permute: one size list per slice, {{128,32},{64,32}}.
+            return None if _INT_LISTS_RE.fullmatch(v) else \
+                "is not a braced list of braced integer lists"
         return None if _INT_LIST_RE.fullmatch(v) else "is not a braced list of integers"
     enum = _ENUMS.get(key) or _ENUMS_BY_OPCODE.get((opcode, key))
     if enum is not None:
@@ -822,9 +913,12 @@ def _unexpected_attribute(instr: Instruction, key: str, allowed: frozenset[str])
         "(metadata, sharding, backend_config, ...)"))
 
 
-def _required_attributes(instr: Instruction, need: tuple[str, ...]) -> None:
+def _required_attributes(comp: Computation, instr: Instruction, need: tuple[str, ...]) -> None:
     keys = {a.key for a in instr.attributes}
     missing = [k for k in need if k not in keys]
+    if instr.opcode == "broadcast" and instr.operands and \
+            comp._index[instr.operands[0]].shape.rank == 0:
+        missing.remove("dimensions")  # a scalar's: XLA's parser takes dimensions={} as said
     if instr.opcode == "conditional" and not (
             "branch_computations" in keys) ^ ("true_computation" in keys
                                               and "false_computation" in keys):
@@ -841,8 +935,7 @@ _RULES: dict[str, Rule] = {
     "get-tuple-element": _get_tuple_element,
     "dynamic-slice": _dynamic_slice, "dynamic-update-slice": _dynamic_update_slice,
     "pad": _pad, "iota": _iota, "convolution": _convolution, "custom-call": _custom_call,
-    "dynamic-reshape": _dynamic_reshape, "async-update": _async_chain,
-    "async-done": _async_chain,
+    "dynamic-reshape": _dynamic_reshape, "parameter": _parameter, "infeed": _infeed,
     **{op: _collective for op in ("all-reduce", "all-reduce-start", "all-gather",
                                   "all-gather-start", "reduce-scatter", "all-to-all",
                                   "collective-permute")},
@@ -917,6 +1010,14 @@ def _called(module: Module, instr: Instruction, ops: list[Shape]) -> None:
             raise _Problem("conditional-branches",
                            f"conditional's selector is {_text(ops[0]) if ops else 'missing'}: "
                            "pred[] for true/false branches or s32[] for a branch index")
+        keys = {a.key for a in instr.attributes}
+        form = "branch_computations" if selector == "s32" else "true_computation"
+        other = ({"true_computation", "false_computation"} if selector == "s32" else
+                 {"branch_computations"}) & keys
+        if other:
+            raise _Problem("conditional-branches",
+                           f"a {selector}[] selector takes its branches as {form}=..., not "
+                           f"{min(other)}= (XLA's parser does not allow it there)")
         for k, (c, s) in enumerate(zip(branches, ops[1:])):
             params = c.parameters
             if len(params) != 1 or _text(params[0].shape) != _text(s):
@@ -975,8 +1076,10 @@ _FLOAT_MAX = {"f16": (65504.0, 16.0), "bf16": (3.3895313892515355e38, 2.0 ** 119
               "f8e5m2": (57344.0, 4096.0), "f64": (sys.float_info.max, 0.0)}
 
 
-_MANTISSA = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52, "f8e4m3fn": 3, "f8e5m2": 2,
-             "c64": 23, "c128": 52}
+_MANTISSA = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52, "f8e5m2": 2, "f8e4m3": 3,
+             "f8e3m4": 4, "c64": 23, "c128": 52}
+# Types with one NaN (or none): jaxlib's parser takes nan and -nan, and no payload.
+_ONE_NAN = re.compile(r"f\d+e\d+m\d+(?:b\d+)?fnu?z?")
 _NAN_RE = re.compile(r"nan\((0x[0-9a-fA-F]+|\d+)\)")
 
 
@@ -1043,6 +1146,10 @@ def _literal(instr: Instruction) -> None:
     t = s.element_type
     m = re.fullmatch(r"([su])(\d+)", t)
     literal = instr.literal
+    if _ONE_NAN.fullmatch(t) and "nan(" in literal:
+        payload = _NAN_RE.search(literal)
+        raise _Problem("literal-range", f"{t} has one NaN, with no payload: "
+                                        f"nan({payload.group(1) if payload else '...'})")
     if t in _MANTISSA:
         # A NaN's payload is a non-zero number that fits the type's significand bits.
         for payload in _NAN_RE.findall(literal):
@@ -1055,7 +1162,7 @@ def _literal(instr: Instruction) -> None:
     if m:
         bits = int(m.group(2))
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if m.group(1) == "s" else \
-            (0, (1 << bits) - 1)
+            (-(1 << 63) if bits == 64 else 0, (1 << bits) - 1)  # u64: XLA reads an int64 too
         for n in numbers:
             try:
                 v = int(n)
@@ -1215,11 +1322,17 @@ def problems(module: Module) -> list[Problem]:
     allowed_on, required_of = _ALLOWED.get, _REQUIRED.get
     checked = _CHECKED_VALUES
     good_values: set[tuple[str, str, str]] = set()
+    wrapped_by: dict[str, str] = {}  # computation -> the async-start that wraps it
     for comp in module.computations:
         index = comp._index
         numbering = _parameter_numbers(comp)
         if numbering is not None:
             out.append((comp, numbering[0], numbering[1].rule, numbering[1].message))
+        declared = comp.declared_result
+        if declared is not None and not compatible(declared, comp.root.shape):
+            out.append((comp, comp.root, "computation-result",
+                        f"{comp.name} declares the result {_text(declared)}; its root "
+                        f"{comp.root.name} is {_text(comp.root.shape)}"))
         for instr in comp.instructions:
             try:
                 if instr.opcode not in XLA_OPCODES and not known_opcode(instr.opcode):
@@ -1264,13 +1377,21 @@ def problems(module: Module) -> list[Problem]:
                     twice = next(k for k in keys if keys.count(k) > 1)
                     raise _Problem("attribute", f"{twice}= is given twice")
                 if need is not None and (seen < len(need) or not need):
-                    _required_attributes(instr, need)
+                    _required_attributes(comp, instr, need)
                 ops = [index[o].shape for o in instr.operands]
                 rule = rules(instr.opcode)
                 if rule is not None:
                     rule(comp, instr, ops)
+                elif instr.opcode[-5:] in ("pdate", "-done") and _async_role(instr.opcode):
+                    _async_chain(module, comp, instr, ops)
                 if instr.called_computations:
                     _called(module, instr, ops)
+                    if instr.opcode == "async-start":
+                        callee = instr.called_computations[0]
+                        if wrapped_by.setdefault(callee, instr.name) != instr.name:
+                            raise _Problem("async-bundle",
+                                           f"{callee} is wrapped by {wrapped_by[callee]} "
+                                           "already: XLA wants one async op per computation")
                 if instr.opcode == "constant":
                     _literal(instr)
             except _Problem as e:
