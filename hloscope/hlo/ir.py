@@ -1,8 +1,9 @@
 """The typed IR of an HLO module: Module, Computation, Instruction and their parts.
 
 Everything is a frozen dataclass, and this module imports nothing of the parser side.
-Attributes are kept as (key, raw text) pairs in the order XLA printed them, which is what the printer writes back; the fields analyses need (fusion kind,
-called computations, metadata, backend config, ...) are decoded from them by the parser.
+Attributes are kept as (key, raw text) pairs in the order XLA printed them, which is what
+the printer writes back; the fields analyses need (fusion kind, called computations,
+metadata, backend config, ...) are decoded from them by the parser.
 """
 
 from __future__ import annotations
