@@ -54,7 +54,10 @@ def load_module(path: str, verify: Optional[bool] = None,
         parsed(module, len(data))
     if module.headerless:
         click.echo(f"hloscope: {source} has no 'HloModule' header; read it as a module named "
-                   f"'{module.name}' with entry computation '{module.entry_name}'", err=True)
+                   f"'{module.name}' with entry computation '{module.entry_name}'" + (
+                       f" (XLA's own parser takes one bare instruction, not "
+                       f"{module.bare_instructions})" if module.bare_instructions > 1 else ""),
+                   err=True)
     if VERIFY if verify is None else verify:
         from hloscope.hlo.parser import source_text
         from hloscope.hlo.verify import located, problems

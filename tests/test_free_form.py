@@ -256,7 +256,81 @@ def test_inspect_says_it_added_a_module(tmp_path, capsys) -> None:
     assert run(["inspect", str(path)]) == 0
     out, err = capsys.readouterr()
     assert "has no 'HloModule' header; read it as a module named 'module'" in err
+    assert "XLA's own parser takes one bare instruction, not 2" in err
     assert "instructions        2" in out
+
+
+# XLA's single-instruction form: no module, no computation, the name optional, and each
+# operand it does not define a parameter of the shape written with it (jaxlib takes each).
+SINGLE = {
+    "undefined operands": ("%m = f32[2,4]{1,0} multiply(f32[2,4]{1,0} %b, f32[2,4]{1,0} %x)",
+                           ["parameter b", "parameter x", "multiply m"]),
+    "operands named by shape alone": ("m = f32[4] add(f32[4], f32[4])",
+                                      ["parameter", "parameter", "add m"]),
+    "no name": ("f32[4] negate(f32[4] p)", ["parameter p", "negate"]),
+    "nested, no name": ("f32[] add(f32[] constant(1), f32[] add(f32[] constant(2), "
+                        "f32[] constant(3)))", ["constant", "constant", "constant", "add",
+                                                "add"]),
+    "computation in place over lines": (
+        "f = f32[2] fusion(f32[2] p), kind=kLoop, calls=\n{\n  a = f32[2] parameter(0)\n"
+        "  ROOT n = f32[2] negate(a)\n}", ["parameter p", "fusion f"]),
+    "branches in place": (
+        "f32[2] conditional(s32[] i, f32[2] p, f32[2] p), branch_computations={\n{\n"
+        "  a = f32[2] parameter(0)\n  ROOT n = f32[2] negate(a)\n},\n{\n"
+        "  b = f32[2] parameter(0)\n  ROOT c = f32[2] copy(b)\n}\n}",
+        ["parameter i", "parameter p", "conditional"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE))
+def test_one_bare_instruction_as_xla_reads_it(name) -> None:
+    text, want = SINGLE[name]
+    m, _ = roundtrip(text)
+    got = [(i.opcode, i.name) for i in m.entry.instructions]
+    assert len(got) == len(want)
+    for (opcode, iname), w in zip(got, want):
+        assert w.split() == [opcode] or w.split() == [opcode, iname], (got, want)
+    params = [i for i in m.entry.instructions if i.opcode == "parameter"]
+    assert [p.parameter_number for p in params] == list(range(len(params)))
+    assert m.bare_instructions == 1
+    hlo = pytest.importorskip("jaxlib._hlo", reason="needs jaxlib (pip install -e '.[jax]')")
+    hlo.hlo_module_from_text(text)
+
+
+def test_an_undefined_operand_in_a_list_is_still_an_error() -> None:
+    with pytest.raises(HloParseError, match="which is not defined"):
+        parse("a = f32[4] parameter(0)\nROOT m = f32[4] add(f32[4] a, f32[4] b)\n")
+
+
+def test_shapes_inferred_from_the_computations_called() -> None:
+    text = """HloModule m
+b {
+  p = f32[2] parameter(0)
+  ROOT n = f32[2] negate(p)
+}
+lt {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT a = pred[] compare(x, y), direction=LT
+}
+cnd {
+  q = f32[2] parameter(0)
+  ROOT t = pred[] constant(true)
+}
+ENTRY e {
+  x = f32[2] parameter(0)
+  s = pred[] parameter(1)
+  c = call(x), to_apply=b
+  w = while(c), condition=cnd, body=b
+  k = conditional(s, w, w), true_computation=b, false_computation=b
+  ROOT m = map(k, k), dimensions={0}, to_apply=lt
+}
+"""
+    m, _ = roundtrip(text)
+    assert [str(i.shape) for i in m.entry.instructions[2:]] == \
+        ["f32[2]", "f32[2]", "f32[2]", "pred[2]"]
+    hlo = pytest.importorskip("jaxlib._hlo", reason="needs jaxlib (pip install -e '.[jax]')")
+    hlo.hlo_module_from_text(text)
 
 
 def test_not_hlo_at_all_is_still_an_error() -> None:

@@ -5,7 +5,7 @@ XLA's ShapeInference gives it: what fills in a shape omitted from hand-written t
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 from hloscope.hlo.attributes import parse_int_list
 from hloscope.hlo.ir import Instruction
@@ -25,7 +25,8 @@ INFERABLE = (BINARY | UNARY | {"tuple", "get-tuple-element", "select", "clamp"})
     - {"convert", "complex", "real", "imag"}
 # Opcodes whose shape follows from their operands and attributes, as XLA's parser infers an
 # omitted one (checked against jaxlib 0.10.2's parser): reshape, slice, convert, iota and
-# dynamic-slice it does not infer.
+# dynamic-slice it does not infer. It also infers call, conditional and map from the
+# computations they call, and while from its operand (infer_shape's root_of).
 STRUCTURAL = frozenset({"dot", "transpose", "concatenate", "broadcast", "pad", "reduce",
                         "reverse", "sort"})
 
@@ -122,10 +123,22 @@ def _structural(instr: Instruction, operands: list[Shape]) -> Optional[Shape]:
     return None
 
 
-def infer_shape(instr: Instruction, operands: list[Shape]) -> Optional[Shape]:
-    """The result shape of ``instr`` from its operands' shapes, or None where it does not
-    follow from them alone (a convert's target type, a broadcast's size, ...)."""
+def infer_shape(instr: Instruction, operands: list[Shape],
+                root_of: Optional[Callable[[str], Optional[Shape]]] = None) -> Optional[Shape]:
+    """The result shape of ``instr`` from its operands' shapes (and, given ``root_of``, the
+    root shapes of the computations it calls, by name), or None where it does not follow from
+    them (a convert's target type, a broadcast's size, ...)."""
     op = instr.opcode
+    if op == "while" and len(operands) == 1:
+        return operands[0]
+    called = instr.called_computations
+    if op in ("call", "conditional", "map") and called and root_of is not None:
+        root = root_of(called[0])
+        if root is None or op != "map":
+            return root
+        if operands and operands[0].is_array and root.is_array:
+            return _array(root.element_type, list(operands[0].dimensions))
+        return None
     if op == "tuple":
         return tuple_shape(tuple(operands))
     if op == "get-tuple-element":

@@ -304,6 +304,9 @@ class Module:
     # The text had no `HloModule` header (a bare computation or instructions): the parser
     # wrapped a module around it, which the printer writes.
     headerless: bool = field(default=False, compare=False)
+    # Written as bare instructions: how many (not counting nested operands). XLA's parser
+    # reads one; hloscope reads a list too, and says so where it reads one.
+    bare_instructions: int = field(default=0, compare=False)
     _index: dict[str, Computation] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -298,6 +298,14 @@ class _Parser:
         self.declared: list[tuple[str, Shape, int]] = []
         # Computations written in place as attribute values, for the computation being read.
         self.inline: list[Computation] = []
+        # Bare instructions (no computation around them): operands given with a shape, by
+        # name, which become parameters where the text is one instruction (XLA's form), and
+        # how many instructions were written.
+        self.bare = False
+        # The computations read so far by name, for a shape inferred from a callee's root.
+        self.done: dict[str, Computation] = {}
+        self.free: dict[str, Shape] = {}
+        self.written = 0
         # The result shape the last computation header read declares (None without one).
         self.declared_result: Optional[Shape] = None
         self.spans: dict[tuple[str, str], tuple[int, int]] = {}
@@ -398,11 +406,14 @@ class _Parser:
         if headerless:
             # A bare computation or a bare list of instructions, as tests and bug reports
             # paste them: read it as the module XLA would wrap around it.
-            if not self._computation_at(self.i) and not self._starts_instruction(self.i):
+            unnamed = self.kinds[self.i] == "SHAPE" and self.kinds[self.i + 1] == "NAME" \
+                and self.values[self.i + 2] == "("
+            if not self._computation_at(self.i) and not self._starts_instruction(self.i) \
+                    and not unnamed:
                 raise self.error("'HloModule' header (or a computation, or instructions)")
             name, header = "module", tuple[Attribute, ...]()
             decoded: dict[str, object] = {}
-            if self._starts_instruction(self.i):
+            if unnamed or self._starts_instruction(self.i):
                 return self._bare_instructions(name)
         else:
             name, header, decoded = self.header()
@@ -433,8 +444,10 @@ class _Parser:
                                         "before", f"a second computation named '{inline.name}'")
                 names[inline.name] = start
             computations.extend(self.inline)
+            self.done.update((c.name, c) for c in self.inline)
             self.inline.clear()
             computations.append(comp)
+            self.done[comp.name] = comp
         if not computations:
             raise self.error_at(len(self.text), "a computation", "end of file")
         for callees, attribute, line_pos in self.calls:
@@ -517,15 +530,25 @@ class _Parser:
             values[i + 2] == "(" and kinds[i + 2] == "PUNCT")
 
     def _bare_instructions(self, name: str) -> Module:
-        """Instructions with no computation around them: one ENTRY computation."""
+        """Instructions with no computation around them: one ENTRY computation.
+
+        XLA's parser reads one instruction so (its single-instruction form): its name may
+        be left out (``f32[4] negate(f32[4] %x)``), and each operand it does not define
+        becomes a parameter of the shape given with it (``add(f32[4] %x, f32[4])``). A
+        longer list is read too (as tests and bug reports paste them), with every operand
+        defined, and the command line says that XLA would not."""
+        self.bare = True
         instructions = self.body("entry", self.i, closed=False)
+        inline = {c.name for c in self.inline}  # computations written in place
         for callees, attribute, line_pos in self.calls:
-            raise self.error_at(self._attribute_pos_in_line(attribute, line_pos),
-                                "no called computation in bare instructions (paste the "
-                                "computations they call too)", f"'{callees[0]}'")
+            for callee in callees:
+                if callee not in inline:
+                    raise self.error_at(self._attribute_pos_in_line(attribute, line_pos),
+                                        "no called computation in bare instructions (paste "
+                                        "the computations they call too)", f"'{callee}'")
         entry = Computation("entry", instructions, True)
-        return Module(name, (entry,), "entry", (), StackFrameIndex(), self.source,
-                      headerless=True)
+        return Module(name, (*self.inline, entry), "entry", (), StackFrameIndex(), self.source,
+                      headerless=True, bare_instructions=self.written)
 
     def end_of_line(self, expected: str) -> None:
         kind = self.kinds[self.i]
@@ -624,7 +647,7 @@ class _Parser:
                     depth -= 1
                     opened.pop()
                     if depth == 0 and multiline and kinds[i - 1] == "NL" and \
-                            self._ends_computations(i + 1):
+                            not self.bare and self._ends_computations(i + 1):
                         # The '}' that closed the value began a line and nothing but the
                         # end of the text or another computation follows: it was the
                         # computation's own brace, and the value's bracket was never closed.
@@ -802,6 +825,7 @@ class _Parser:
                                     "end of file before it")
             start = self.i
             instr, operand_at = self.instruction()
+            self.written += 1
             for inner in self.nested:
                 if inner.shape is _OMITTED:
                     inner = self._infer(inner, by_name)
@@ -832,6 +856,13 @@ class _Parser:
         if not instructions:
             raise self.error_at(self.starts[open_i], f"instructions in computation '{name}'",
                                 "an empty body")
+        if self.bare and self.written == 1:
+            params = self._free_parameters(uses, defined)
+            if params:
+                defined = {k: v + len(params) for k, v in defined.items()}
+                defined.update((p.name, k) for k, p in enumerate(params))
+                uses = [(i, at, place + len(params)) for i, at, place in uses]
+                instructions = params + instructions
         for instr, at, place in uses:
             for k, operand in enumerate(instr.operands):
                 if defined.get(operand, place) >= place:
@@ -846,6 +877,26 @@ class _Parser:
                                         f"'{name}'", f"control predecessor '{operand}', "
                                         + _undefined(operand, instr, defined))
         return tuple(instructions)
+
+    def _root_of(self, name: str) -> Optional[Shape]:
+        """The root shape of a computation read so far (in place ones included)."""
+        comp = self.done.get(name) or next((c for c in self.inline if c.name == name), None)
+        return comp.root.shape if comp is not None else None
+
+    def _free_parameters(self, uses: list[tuple[Instruction, int, int]],
+                         defined: dict[str, int]) -> list[Instruction]:
+        """XLA's single instruction: each operand it does not define, given with a shape,
+        becomes a parameter, numbered in the order they are read."""
+        params: list[Instruction] = []
+        seen: set[str] = set()
+        for instr, _at, _place in uses:
+            for operand in instr.operands:
+                if operand in defined or operand in seen or operand not in self.free:
+                    continue
+                seen.add(operand)
+                params.append(Instruction(operand, "parameter", self.free[operand],
+                                          parameter_number=len(params)))
+        return params
 
     def _check_declared(self, by_name: dict[str, Instruction]) -> None:
         """Each operand given with a shape must have one compatible with it (the same element
@@ -863,12 +914,14 @@ class _Parser:
         missing = [o for o in instr.operands if o not in by_name]
         shape = None
         if not missing:
-            shape = infer_shape(instr, [by_name[o].shape for o in instr.operands])
+            shape = infer_shape(instr, [by_name[o].shape for o in instr.operands],
+                                self._root_of)
         if shape is None:
             why = (f"operand '{missing[0]}' is defined after it" if missing else
                    "XLA infers it for elementwise ops, select, clamp, tuple, "
                    "get-tuple-element, dot, transpose, concatenate, broadcast, pad, reduce, "
-                   "reverse and sort, and with the attributes they need")
+                   "reverse and sort, with the attributes they need; for while; and for "
+                   "call, conditional and map from a computation defined before")
             raise self.error_at(self.starts[at], f"a shape before opcode '{instr.opcode}'",
                                 f"none ({why})")
         return dataclasses.replace(instr, shape=shape)
@@ -1011,11 +1064,16 @@ class _Parser:
             is_root = True
             self.i += 1
         line_pos = self.starts[self.i]
-        name = self.expect_name("an instruction name")
-        self.skip_nl()  # `%x` then `= f32[] ...` on the next line, which XLA reads
-        if values[self.i] != "=":
-            raise self.error("'=' after the instruction name")
-        self.i += 1
+        if self.bare and not self.written and kinds[self.i] == "SHAPE":
+            # XLA's single instruction without a name: `f32[4] negate(...)`.
+            name = f"{values[self.i + 1]}.anon"
+            is_root = True
+        else:
+            name = self.expect_name("an instruction name")
+            self.skip_nl()  # `%x` then `= f32[] ...` on the next line, which XLA reads
+            if values[self.i] != "=":
+                raise self.error("'=' after the instruction name")
+            self.i += 1
         self.skip_nl()  # XLA's lexer takes a line break as any other whitespace
         if kinds[self.i] == "NAME" and values[self.i + 1] == "(" and \
                 values[self.i] not in ("token", "opaque"):
@@ -1125,6 +1183,15 @@ class _Parser:
                     i += 2
                 if shape is not None:
                     self.declared.append((operand, shape, i - 1))
+                    if self.bare:
+                        self.free.setdefault(operand, shape)
+            elif kind != "NESTED" and shape is not None and self.bare and (
+                    values[i] in (",", ")") or kinds[i] == "NL"):
+                # `multiply(f32[4], f32[4])`: an operand named by its shape alone, a
+                # parameter of XLA's single-instruction form.
+                self.anonymous_count += 1
+                operand = f"parameter.anon.{self.anonymous_count}"
+                self.free[operand] = shape
             elif kind != "NESTED":
                 self.i = i
                 raise self.error("an operand name")
@@ -1145,18 +1212,29 @@ class _Parser:
             at = self.text.find(f"{a.key}={a.value}", line_pos) + len(a.key) + 1
             span = (at, at + len(a.value))
         pos, end = span[0] + 1, span[1] - 1
+        groups = _brace_groups(self.text, pos, end)
+        if groups is None:
+            name = f"{instr}.{a.key}"
+            self._inline_body(name, pos, end)
+            return Attribute(a.key, f"%{name}")
+        # `branch_computations={ {...}, {...} }`: several, each in its braces.
+        names = [f"{instr}.{a.key}.{k}" for k in range(len(groups))]
+        for name, (first, last) in zip(names, groups):
+            self._inline_body(name, first + 1, last)
+        return Attribute(a.key, "{" + ", ".join(f"%{n}" for n in names) + "}")
+
+    def _inline_body(self, name: str, pos: int, end: int) -> None:
+        """The instructions of text[pos:end] as the computation ``name``."""
         # The inner text at its own offsets (the rest blanked, lines kept), so that errors in
         # it point into the file.
         masked = "".join("\n" if c == "\n" else " " for c in self.text[:pos]) \
             + self.text[pos:end]
         sub = _Parser(masked, self.source)
         sub.i = 0
-        name = f"{instr}.{a.key}"
         instructions = sub.body(name, 0, closed=False, inline=True)
         self.calls.extend(sub.calls)
         self.inline.extend(sub.inline)
         self.inline.append(Computation(name, instructions))
-        return Attribute(a.key, f"%{name}")
 
     def operand_list(self, opcode: str) -> tuple[tuple[str, ...], Optional[int], Optional[str]]:
         """What is inside ``opcode(...)`` and the ')': a parameter's number, a constant's
@@ -1586,6 +1664,42 @@ def _read_lines(text: str, source: str) -> Optional[Module]:
         return _LineReader(text, source).module()
     except (_GiveUp, HloParseError, IndexError):
         return None
+
+def _brace_groups(text: str, pos: int, end: int) -> Optional[list[tuple[int, int]]]:
+    """Where text[pos:end] is only brace groups separated by commas (strings and comments
+    skipped): each group's '{' and '}' offsets; else None (it is one computation's body)."""
+    groups: list[tuple[int, int]] = []
+    depth, opened, i = 0, 0, pos
+    expect_group = True
+    while i < end:
+        c = text[i]
+        if c == '"':
+            m = _STRING_RE.match(text, i)
+            i = m.end() if m else end
+            continue
+        if text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            i = close + 2 if close >= 0 else end
+            continue
+        if c == "{":
+            if depth == 0:
+                if not expect_group:
+                    return None
+                opened = i
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                groups.append((opened, i))
+                expect_group = False
+        elif depth == 0:
+            if c == ",":
+                expect_group = True
+            elif not c.isspace():
+                return None
+        i += 1
+    return groups if groups and depth == 0 else None
+
 
 def _is_inline(a: Attribute) -> bool:
     """A computation written in place (``to_apply={ a = f32[] parameter(0) ... }``), not a
