@@ -522,6 +522,20 @@ ENTRY e {
   ROOT c = s32[] call(a, a), to_apply=%comp
 }
 """,
+    "a header attribute over lines, a string in it": """HloModule m, origin_recovery_table={
+  {"c"} : {"c.1"},
+  "
+    HloModule r
+    ENTRY e {
+      ROOT p = s32[] parameter(0)
+    }
+  "
+}
+
+ENTRY e {
+  ROOT c = s32[] constant(1)
+}
+""",
     "opcode then its operands": """HloModule m
 ENTRY e {
   p = f32[5]{0} parameter(0)

@@ -302,6 +302,8 @@ class _Parser:
         # name, which become parameters where the text is one instruction (XLA's form), and
         # how many instructions were written.
         self.bare = False
+        # Reading a computation's body (not the module header, not bare instructions).
+        self.in_body = False
         # The computations read so far by name, for a shape inferred from a callee's root.
         self.done: dict[str, Computation] = {}
         self.free: dict[str, Shape] = {}
@@ -647,7 +649,7 @@ class _Parser:
                     depth -= 1
                     opened.pop()
                     if depth == 0 and multiline and kinds[i - 1] == "NL" and \
-                            not self.bare and self._ends_computations(i + 1):
+                            self.in_body and self._ends_computations(i + 1):
                         # The '}' that closed the value began a line and nothing but the
                         # end of the text or another computation follows: it was the
                         # computation's own brace, and the value's bracket was never closed.
@@ -764,7 +766,9 @@ class _Parser:
             self.split_braced(self.i)  # a body written on one line
         self.expect_punct("{")
         open_i = self.i - 1
+        self.in_body = True
         instructions = self.body(name, open_i, closed=True)
+        self.in_body = False
         if values[self.i] == "," and kinds[self.i] == "PUNCT":
             # Computation attributes after the closing brace: `}, execution_thread="..."`.
             for a in self.attribute_list():
@@ -1485,7 +1489,10 @@ class _LineReader:
         p.skip_nl()
         if p.values[p.i] != "HloModule" or p.kinds[p.i] != "NAME":
             raise _GiveUp  # headerless: bare computations or instructions
-        name, header, decoded = p.header()
+        try:
+            name, header, decoded = p.header()
+        except HloParseError:
+            raise _GiveUp from None  # a header over lines with a '{' ending one of them
         tables = p.stack_frame_tables()
         if p.kinds[p.i] != "EOF":
             raise _GiveUp
