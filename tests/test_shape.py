@@ -94,7 +94,8 @@ def test_tuples_nest_and_own_only_their_index_table() -> None:
 
 @pytest.mark.parametrize("text, message", [
     ("f33[2]", "unknown element type 'f33'"),
-    ("f32[2,x]", "expected a dimension size"),
+    ("f32[2,x]", "a dimension size, not 'x'"),
+    ("f32[7 68]", "a dimension size, not '7 68'"),
     ("f32[2]{0,0}", "not a permutation"),
     ("f32[2]{0:x(1)}", "a layout item such as T(...) or S(...), not 'x(1)'"),
     ("f32[8]{0:T(8}", "a ')' closing this '(' in the layout"),

@@ -48,6 +48,21 @@ TWINS = {
     "physical shape": (
         _root("f32[2,3]{1,0:T(8,128)} parameter(0)", ""),
         _root("f32[2,3]{1,0:T(8,128)P(f32[2,3])} parameter(0)", ""), "parse"),
+    "a comment in a shape is a space": (
+        _root("f32[7,/**/68] parameter(0)", ""), _root("f32[7/**/68] parameter(0)", ""),
+        "parse"),
+    "a literal's number": (
+        _root("f32[3] constant({1e5, -0, 5.})", ""), _root("f32[3] constant({1e5, +2, 5.})", ""),
+        "literal-value"),
+    "a literal's infinity": (
+        _root("f32[] constant(-inf)", ""), _root("f32[] constant(INF)", ""), "literal-value"),
+    "a literal's text": (
+        _root("f32[] constant(-1)", ""), _root("f32[] constant(0-1)", ""), "literal-value"),
+    "a complex literal's pair": (
+        _root("c64[] constant((1, -inf))", ""), _root("c64[] constant((1))", ""),
+        "literal-value"),
+    "true and false are pred's": (
+        _root("pred[] constant(true)", ""), _root("u8[] constant(true)", ""), "literal-value"),
     "root against the declared result": (
         "HloModule m\nENTRY e () -> f32[2] {\n  ROOT c = f32[2] constant({1, 2})\n}\n",
         "HloModule m\nENTRY e () -> f32[3] {\n  ROOT c = f32[2] constant({1, 2})\n}\n",

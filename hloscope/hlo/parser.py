@@ -104,6 +104,9 @@ _CLOSE = frozenset("})]")
 # A row's field: XLA's lexer reads ``name=`` as one token, so nothing may come between.
 _KV_INT_RE = re.compile(r"([A-Za-z_]+)=\s*(-?\d+)")
 _BLOCK_COMMENT_RE = re.compile(r"/\*.*?\*/", re.S)
+# Space XLA's lexer skips in a shape: after the element type, between dimensions and layout,
+# next to brackets and commas (and not between two digits).
+_SHAPE_GAP_RE = re.compile(r"\s+(?=[\[\]{}(),:])|(?<=[\[{(,:])\s+")
 _ROW_COMMENT_RE = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # The fields of a stack-frame table row, all of which XLA's parser requires.
 _ROW_FIELDS = {"FileLocations": frozenset({"file_name_id", "function_name_id", "line",
@@ -987,7 +990,9 @@ class _Parser:
             try:
                 shape = parse_array_shape(value)
             except ShapeError as e:
-                bare = _BLOCK_COMMENT_RE.sub("", value)  # a comment between its pieces
+                # A comment between its pieces: a space to XLA's lexer (`f32[7/**/68]` is two
+                # numbers), where the pieces have none between them.
+                bare = _SHAPE_GAP_RE.sub("", _BLOCK_COMMENT_RE.sub(" ", value))
                 try:
                     if bare == value:
                         raise

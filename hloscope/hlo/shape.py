@@ -204,7 +204,7 @@ def parse_array_shape(text: str) -> Shape:
         return shape
     m = _ARRAY_RE.fullmatch(text)
     if m is None:
-        raise ShapeError("expected an array shape like f32[2,3]{1,0}")
+        raise ShapeError("an array shape like f32[2,3]{1,0}")
     etype, dims_text, layout_text = m.group(1), m.group(2), m.group(3)
     if etype not in ELEMENT_BITS:
         raise ShapeError(f"unknown element type '{etype}'", 0)
@@ -219,14 +219,14 @@ def parse_array_shape(text: str) -> Shape:
                 dyn.append(True)
             elif p.startswith("<="):
                 if not p[2:].isdigit():
-                    raise ShapeError(f"expected a dimension bound after '<=', found '{p}'", offset)
+                    raise ShapeError(f"a dimension bound after '<=', not '{p}'", offset)
                 dims.append(int(p[2:]))
                 dyn.append(True)
             elif p.isdigit():
                 dims.append(int(p))
                 dyn.append(False)
             else:
-                raise ShapeError(f"expected a dimension size, found '{p}'", offset)
+                raise ShapeError(f"a dimension size, not '{p}'", offset)
             offset += len(part) + 1
     layout = None
     if layout_text is not None:
@@ -349,13 +349,13 @@ def _parse_shape_at(text: str, pos: int) -> tuple[Shape, int]:
                 return tuple_shape(tuple(elements)), pos + 1
             if elements:
                 if pos >= len(text) or text[pos] != ",":
-                    raise ShapeError("expected ',' or ')' in tuple shape", pos)
+                    raise ShapeError("',' or ')' in a tuple shape", pos)
                 pos += 1
             s, pos = _parse_shape_at(text, pos)
             elements.append(s)
     m = _ARRAY_RE.match(text, pos)
     if m is None:
-        raise ShapeError("expected a shape", pos)
+        raise ShapeError("a shape", pos)
     try:
         return parse_array_shape(m.group(0)), m.end()
     except ShapeError as e:

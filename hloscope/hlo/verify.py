@@ -1085,6 +1085,9 @@ _NAN_RE = re.compile(r"nan\((0x[0-9a-fA-F]+|\d+)\)")
 
 _LITERAL_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _LITERAL_VALUE = re.compile(r"\([^)]*\)|[^,{}\s]+")  # a number, a name, or (re, im)
+# One value as XLA's lexer reads it in a literal: a number (a minus, digits, a point, an
+# exponent; no plus, no leading point), inf or nan (with a payload); true or false in pred.
+_SCALAR_RE = re.compile(r"-?(?:inf|nan(?:\(\w+\))?|\d+\.?\d*(?:[eE][-+]?\d+)?)")
 
 
 def _literal_dims(literal: str, dims: tuple[int, ...]) -> Optional[str]:
@@ -1144,6 +1147,15 @@ def _literal(instr: Instruction) -> None:
     if nesting is not None:
         raise _Problem("literal-shape", f"{nesting}, for {_text(s)}")
     t = s.element_type
+    for value in _LITERAL_VALUE.findall(_LITERAL_COMMENT.sub("", instr.literal)):
+        parts = value[1:-1].split(",") if value.startswith("(") and t in _REAL_OF else [value]
+        if value != "..." and (len(parts) != (2 if t in _REAL_OF else 1) or not all(
+                _SCALAR_RE.fullmatch(x.strip()) or t == "pred" and x in ("true", "false")
+                for x in parts)):
+            raise _Problem("literal-value", f"'{_clip(value, 30)}' is not a {t} value (a "
+                                            "number, inf or nan; true or false in pred" +
+                                            (", as (real, imaginary)" if t in _REAL_OF else "")
+                                            + ")")
     m = re.fullmatch(r"([su])(\d+)", t)
     literal = instr.literal
     if _ONE_NAN.fullmatch(t) and "nan(" in literal:
