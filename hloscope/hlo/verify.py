@@ -1335,6 +1335,7 @@ def problems(module: Module) -> list[Problem]:
     checked = _CHECKED_VALUES
     good_values: set[tuple[str, str, str]] = set()
     wrapped_by: dict[str, str] = {}  # computation -> the async-start that wraps it
+    good_literals: set[tuple[str, tuple[int, ...], Optional[str]]] = set()
     for comp in module.computations:
         index = comp._index
         numbering = _parameter_numbers(comp)
@@ -1405,7 +1406,10 @@ def problems(module: Module) -> list[Problem]:
                                            f"{callee} is wrapped by {wrapped_by[callee]} "
                                            "already: XLA wants one async op per computation")
                 if instr.opcode == "constant":
-                    _literal(instr)
+                    lit = (instr.shape.element_type, instr.shape.dimensions, instr.literal)
+                    if lit not in good_literals:  # constants repeat (0, 1, -inf, ...)
+                        _literal(instr)
+                        good_literals.add(lit)
             except _Problem as e:
                 out.append((comp, instr, e.rule, e.message))
     return out
