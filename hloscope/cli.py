@@ -60,7 +60,9 @@ def load_module(path: str, verify: Optional[bool] = None,
                    err=True)
     if VERIFY if verify is None else verify:
         from hloscope.hlo.parser import source_text
-        from hloscope.hlo.verify import located, problems
+        from hloscope.hlo.verify import located, noncanonical, problems
+        for note in noncanonical(module):
+            click.echo(f"hloscope: note: {source}: {note}", err=True)
         found = problems(module)
         if found:
             # The text is needed only to point at the problem (parse() checked it decodes).

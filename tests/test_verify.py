@@ -10,7 +10,7 @@ import pytest
 from conftest import HLO_FIXTURES, fixture_id, needs_jax
 from hloscope.cli import run
 from hloscope.hlo.parser import parse, parse_file
-from hloscope.hlo.verify import HloVerifyError, located, problems, verify
+from hloscope.hlo.verify import HloVerifyError, located, noncanonical, problems, verify
 
 
 def module(body: str, header: str = "", extra: str = "") -> str:
@@ -514,9 +514,18 @@ def test_replica_groups_over_a_meshs_named_axes() -> None:
     assert "pipe" in problems(parse(_program(no_axis, ["f32[4,4]"])))[0][3]
 
 
-def test_api_version_unspecified_is_read_as_dumps_write_it() -> None:
+def test_api_version_unspecified_is_read_as_dumps_write_it(tmp_path, capsys) -> None:
+    """XLA's printer writes it, its parser refuses it: read, with a note saying so."""
     root = "f32[4] custom-call(p0), custom_call_target=\"x\", api_version=API_VERSION_UNSPECIFIED"
-    assert problems(parse(_program(root, ["f32[4]"]))) == []
+    text = _program(root, ["f32[4]"])
+    assert problems(parse(text)) == []
+    assert "XLA's printer writes" in noncanonical(parse(text))[0]
+    assert noncanonical(parse(text.replace("UNSPECIFIED", "ORIGINAL"))) == []
+    path = tmp_path / "dump.hlo"
+    path.write_text(text)
+    assert run(["verify", str(path)]) == 0
+    assert "note: " + str(path) + ": 1 custom-call(s) (r) say api_version=API_VERSION_UNSPECIFIED" \
+        in capsys.readouterr().err
 
 
 def test_mesh_replica_groups_with_devices_in_another_order() -> None:

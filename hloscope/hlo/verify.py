@@ -531,9 +531,11 @@ def _collective(comp: Computation, instr: Instruction, ops: list[Shape]) -> None
                                                f"{out.dimensions[d]}")
 
 
-# XLA's CustomCallApiVersion values; API_VERSION_UNSPECIFIED is what its printer writes for
-# a custom call built without one (seen in dumps), which its parser reads back.
-API_VERSIONS = frozenset({"API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL",
+# XLA's CustomCallApiVersion values. API_VERSION_UNSPECIFIED is what its printer writes for
+# a custom call built without one (seen in dumps); its parser refuses it (jaxlib 0.10.2:
+# "Invalid API version"). hloscope reads such a dump and says so (noncanonical()).
+PRINTED_ONLY_API_VERSION = "API_VERSION_UNSPECIFIED"
+API_VERSIONS = frozenset({PRINTED_ONLY_API_VERSION, "API_VERSION_ORIGINAL",
                           "API_VERSION_STATUS_RETURNING",
                           "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"})
 
@@ -1413,6 +1415,20 @@ def problems(module: Module) -> list[Problem]:
             except _Problem as e:
                 out.append((comp, instr, e.rule, e.message))
     return out
+
+
+def noncanonical(module: Module) -> list[str]:
+    """What the text holds that XLA's printer writes but its parser refuses: hloscope reads
+    it (a dump is what it is) and says so, one line per form."""
+    users = [i.name for c in module.computations for i in c.instructions
+             if i.opcode == "custom-call" and (i.attribute("api_version") or "").strip()
+             == PRINTED_ONLY_API_VERSION]
+    if not users:
+        return []
+    more = ", ..." if len(users) > 3 else ""
+    return [f"{len(users)} custom-call(s) ({', '.join(users[:3])}{more}) say "
+            f"api_version={PRINTED_ONLY_API_VERSION}, which XLA's printer writes for a custom "
+            "call built without a version and its parser refuses; read as written"]
 
 
 def located(module: Module, problem: Problem, text: Optional[str] = None) -> HloVerifyError:
