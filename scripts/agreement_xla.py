@@ -29,6 +29,10 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 def xla_verdicts(texts: list[str]) -> list[str | None]:
     """XLA's error for each text: "" when it parses, None when its parser crashed."""
+    import importlib.util
+    if importlib.util.find_spec("jaxlib") is None:
+        # Without it every child would fail, and each text would count as a crash.
+        sys.exit("agreement_xla.py needs jaxlib, XLA's parser: pip install -e '.[jax]'")
     from probe_xla_attributes import ask
     verdicts = ask([(str(k), t) for k, t in enumerate(texts)])
     return [verdicts[str(k)] for k in range(len(texts))]
