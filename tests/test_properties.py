@@ -26,6 +26,8 @@ def array_shapes(draw: st.DrawFn) -> Shape:
         perm = tuple(draw(st.permutations(range(rank))))
         tail = draw(st.sampled_from(["", "T(8,128)", "T(2,128)(2,1)", "S(1)", "T(8,128)S(1)",
                                      "E(4)", "T(1024)", "L(2)"]))
+        if not rank and not tail:
+            tail = "S(1)"  # a scalar's layout holds something after ':' (`{}` is no layout)
         layout = parse_shape(f"f32[{','.join(['1'] * rank)}]{{{','.join(map(str, perm))}"
                              f"{':' + tail if tail else ''}}}").layout
         assert isinstance(layout, Layout)
