@@ -365,6 +365,113 @@ def _dynamic_update_slice(comp: Computation, instr: Instruction, ops: list[Shape
                                                      f"not {_text(instr.shape)}")
 
 
+def _index_vector(instr: Instruction, indices: Shape) -> tuple[int, list[int]]:
+    """The index vector's length and the batch dimensions' sizes of a gather's or scatter's
+    indices (index_vector_dim equal to their rank: an implicit trailing 1)."""
+    raw = instr.attribute("index_vector_dim")
+    ivd = int(raw) if raw is not None and _INT_RE.fullmatch(raw.strip()) else indices.rank
+    if not 0 <= ivd <= indices.rank:
+        raise _Problem("gather-scatter-dims", f"index_vector_dim={ivd} is not a dimension of "
+                                              f"the indices {_text(indices)} (nor its rank)")
+    dims = list(indices.dimensions)
+    length = dims.pop(ivd) if ivd < indices.rank else 1
+    return length, dims
+
+
+def _dim_set(name: str, dims: tuple[int, ...], rank: int, what: str) -> None:
+    if len(set(dims)) != len(dims) or any(not 0 <= d < rank for d in dims):
+        raise _Problem("gather-scatter-dims", f"{name}={{{','.join(map(str, dims))}}}: "
+                                              f"distinct dimensions of the {what}, 0..{rank - 1}")
+
+
+def _gather(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    """gather(operand, indices): the result's shape as XLA's shape inference gives it (the
+    indices' batch dimensions, and at offset_dims the slice sizes of the dimensions not
+    collapsed nor batching), each slice within the operand, one start_index_map entry per
+    index, integral indices, the operand's element type."""
+    if len(ops) != 2 or not ops[0].is_array or not ops[1].is_array or \
+            not instr.shape.is_array:
+        return
+    op, indices, out = ops[0], ops[1], instr.shape
+    if not _integral(indices.element_type):
+        raise _Problem("element-type", f"gather indices are {indices.element_type}, not "
+                                       "integral")
+    length, batch = _index_vector(instr, indices)
+    offset = _ints(instr, "offset_dims") or ()
+    collapsed = _ints(instr, "collapsed_slice_dims") or ()
+    batching = _ints(instr, "operand_batching_dims") or ()
+    index_map = _ints(instr, "start_index_map") or ()
+    sizes = _ints(instr, "slice_sizes") or ()
+    _dim_set("offset_dims", offset, len(batch) + len(offset), "result")
+    for name, dims in (("collapsed_slice_dims", collapsed), ("operand_batching_dims", batching),
+                       ("start_index_map", index_map)):
+        _dim_set(name, dims, op.rank, "operand")
+    if len(index_map) != length:
+        raise _Problem("gather-scatter-dims", f"start_index_map has {len(index_map)} entries; "
+                                              f"the index vector has {length}")
+    if len(sizes) != op.rank or any(not 0 <= n <= d for n, d in zip(sizes, op.dimensions)):
+        raise _Problem("gather-shape", f"slice_sizes={{{','.join(map(str, sizes))}}} does not "
+                                       f"fit {_text(op)}: one size per dimension, within it")
+    if any(sizes[d] > 1 for d in (*collapsed, *batching)):
+        raise _Problem("gather-shape", "a collapsed or batching dimension's slice size is "
+                                       "more than 1")
+    kept = iter([n for d, n in enumerate(sizes) if d not in collapsed and d not in batching])
+    batch_sizes = iter(batch)
+    want = []
+    for i in range(len(batch) + len(offset)):
+        want.append(next(kept if i in offset else batch_sizes, -2))
+    if -2 in want or next(kept, None) is not None:
+        raise _Problem("gather-shape", f"offset_dims has {len(offset)} entries for "
+                                       f"{len(sizes) - len(collapsed) - len(batching)} "
+                                       "slice dimensions kept")
+    if _dims(out) != tuple(want) or out.element_type != op.element_type:
+        raise _Problem("gather-shape", f"gather gives {op.element_type}"
+                                       f"[{','.join(map(str, want))}], not {_text(out)}")
+
+
+def _scatter(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
+    """scatter(operands..., indices, updates...): the result is the operands' shapes; each
+    update has the indices' batch dimensions and update_window_dims of window sizes within the
+    operand; the window, inserted and batching dimensions cover the operand once each."""
+    if len(ops) < 3 or len(ops) % 2 == 0 or not all(x.is_array for x in ops):
+        return
+    n = len(ops) // 2
+    operands, indices, updates = ops[:n], ops[n], ops[n + 1:]
+    op = operands[0]
+    results = instr.shape.tuple_shapes if instr.shape.is_tuple else (instr.shape,)
+    if [_text(r) for r in results] != [_text(o) for o in operands]:
+        raise _Problem("scatter-shape", f"scatter of {', '.join(_text(o) for o in operands)} "
+                                        f"is not {_text(instr.shape)}")
+    if not _integral(indices.element_type):
+        raise _Problem("element-type", f"scatter indices are {indices.element_type}, not "
+                                       "integral")
+    length, batch = _index_vector(instr, indices)
+    window = _ints(instr, "update_window_dims") or ()
+    inserted = _ints(instr, "inserted_window_dims") or ()
+    batching = _ints(instr, "input_batching_dims") or ()
+    to_operand = _ints(instr, "scatter_dims_to_operand_dims") or ()
+    for name, dims in (("inserted_window_dims", inserted), ("input_batching_dims", batching),
+                       ("scatter_dims_to_operand_dims", to_operand)):
+        _dim_set(name, dims, op.rank, "operand")
+    if len(to_operand) != length:
+        raise _Problem("gather-scatter-dims", f"scatter_dims_to_operand_dims has "
+                                              f"{len(to_operand)} entries; the index vector "
+                                              f"has {length}")
+    if len(window) + len(inserted) + len(batching) != op.rank or set(inserted) & set(batching):
+        raise _Problem("scatter-shape", f"update_window_dims, inserted_window_dims and "
+                                        f"input_batching_dims cover {op.rank} operand dimensions "
+                                        "once each")
+    free = [d for d in range(op.rank) if d not in inserted and d not in batching]
+    for u in updates:
+        _dim_set("update_window_dims", window, u.rank, "updates")
+        if u.rank != len(batch) + len(window) or u.element_type != op.element_type or any(
+                u.dimensions[w] > op.dimensions[d] for w, d in zip(window, free)) or [
+                x for i, x in enumerate(u.dimensions) if i not in window] != batch:
+            raise _Problem("scatter-shape", f"updates {_text(u)} do not fit: the indices' "
+                                            f"batch dimensions {batch} and windows within "
+                                            f"{_text(op)} at update_window_dims")
+
+
 def _pad(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
     """pad(operand, value), padding=lo_hi[_interior]x...: one entry per dimension, interior
     not negative, a scalar padding value of the operand's type, and the result's sizes
@@ -938,6 +1045,7 @@ _RULES: dict[str, Rule] = {
     "dynamic-slice": _dynamic_slice, "dynamic-update-slice": _dynamic_update_slice,
     "pad": _pad, "iota": _iota, "convolution": _convolution, "custom-call": _custom_call,
     "dynamic-reshape": _dynamic_reshape, "parameter": _parameter, "infeed": _infeed,
+    "gather": _gather, "scatter": _scatter,
     **{op: _collective for op in ("all-reduce", "all-reduce-start", "all-gather",
                                   "all-gather-start", "reduce-scatter", "all-to-all",
                                   "collective-permute")},
