@@ -72,6 +72,17 @@ def test_a_layout_field_from_a_newer_xla_is_kept_not_fatal() -> None:
     assert str(parse_shape("f32[2]{0:Q(1)T(2)}")) == "f32[2]{0:Q(1)T(2)}"
 
 
+def test_buffer_shapes_wrap_one_array() -> None:
+    s = parse_shape("b(f32[8,16]{1,0})")
+    assert s.buffer and s.is_array and str(s) == "b(f32[8,16]{1,0})"
+    assert s.logical_bytes == 8 * 16 * 4 and s.format(layout=False) == "b(f32[8,16])"
+    assert str(parse_shape("(b(s32[]), f32[2]{0})")) == "(b(s32[]), f32[2]{0})"
+    for bad, says in (("b()", "a shape"), ("b((f32[]))", "an array shape inside b(...)"),
+                      ("b(f32[], f32[])", "')' closing b(...)")):
+        with pytest.raises(ShapeError, match=re.escape(says)):
+            parse_shape(bad)
+
+
 def test_layout_items_xla_reads() -> None:
     # Split configs take several groups; dimension levels may end with + or ~; a scalar's
     # layout has no dimension numbers.

@@ -48,6 +48,9 @@ TWINS = {
     "physical shape": (
         _root("f32[2,3]{1,0:T(8,128)} parameter(0)", ""),
         _root("f32[2,3]{1,0:T(8,128)P(f32[2,3])} parameter(0)", ""), "parse"),
+    "a buffer shape holds one array": (
+        _root("b(f32[8,16]{1,0}) parameter(0)", ""),
+        _root("b(f32[8], f32[8]) parameter(0)", ""), "parse"),
     "a comment in a shape is a space": (
         _root("f32[7,/**/68] parameter(0)", ""), _root("f32[7/**/68] parameter(0)", ""),
         "parse"),

@@ -32,7 +32,8 @@ from hloscope.hlo.ir import (
     new_instruction,
 )
 from hloscope.hlo.infer import infer_shape
-from hloscope.hlo.shape import Shape, ShapeError, compatible, parse_array_shape, tuple_shape
+from hloscope.hlo.shape import (
+    Shape, ShapeError, buffer_of, compatible, parse_array_shape, tuple_shape)
 from hloscope.hlo.shape import _cache as _shape_cache
 
 # The shape of an instruction written without one, until it is inferred.
@@ -978,8 +979,18 @@ class _Parser:
         return result
 
     # ---------------------------------------------------------------- shapes
+    def _buffer_at(self, i: int) -> bool:
+        """Whether tokens at ``i`` are a buffer shape, ``b(f32[8]{0})``."""
+        return self.values[i] == "b" and self.values[i + 1] == "(" and \
+            self.kinds[i + 2] == "SHAPE" and self.values[i + 3] == ")"
+
     def shape(self) -> Shape:
         kind = self.kinds[self.i]
+        if kind == "NAME" and self._buffer_at(self.i):
+            self.i += 2
+            inner = self.shape()
+            self.i += 1  # ')'
+            return buffer_of(inner)
         if kind == "SHAPE":
             value = self.values[self.i]
             if value[-1] == "]" and self.values[self.i + 1] == "{" \
@@ -1085,7 +1096,7 @@ class _Parser:
             self.i += 1
         self.skip_nl()  # XLA's lexer takes a line break as any other whitespace
         if kinds[self.i] == "NAME" and values[self.i + 1] == "(" and \
-                values[self.i] not in ("token", "opaque"):
+                values[self.i] not in ("token", "opaque") and not self._buffer_at(self.i):
             # `v = abs(a)`: the shape is left out, as XLA's parser allows; inferred from the
             # operands once they are known (body).
             self.omitted[name] = self.i

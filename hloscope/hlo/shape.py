@@ -8,6 +8,7 @@ minor dimensions up to the layout's first tile.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -74,6 +75,9 @@ class Shape:
     dynamic_dimensions: tuple[bool, ...] = ()
     layout: Optional[Layout] = None
     tuple_shapes: tuple["Shape", ...] = ()
+    # A buffer shape, ``b(f32[8,16]{1,0})``: XLA's newer shape kind wrapping one array (its
+    # bytes are the array's); printed back as written.
+    buffer: bool = False
     # The printed text (with and without layouts) and the logical size, made once on first
     # use (analyses ask for them many times).
     _text: str = field(default="", compare=False, repr=False, hash=False)
@@ -185,7 +189,7 @@ class Shape:
         text = f"{self.element_type}[{','.join(dims)}]"
         if layout and self.layout is not None:
             text += str(self.layout)
-        return text
+        return f"b({text})" if self.buffer else text
 
 
 _ARRAY_RE = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](?:\{([^{}]*)\})?")
@@ -336,9 +340,23 @@ def parse_shape(text: str) -> Shape:
     return shape
 
 
+def buffer_of(shape: Shape) -> Shape:
+    """``b(shape)``: the buffer shape of an array shape."""
+    if not shape.is_array:
+        raise ShapeError("an array shape inside b(...)")
+    return dataclasses.replace(shape, buffer=True, _text="", _bare_text="")
+
+
 def _parse_shape_at(text: str, pos: int) -> tuple[Shape, int]:
     while pos < len(text) and text[pos] == " ":
         pos += 1
+    if text.startswith("b(", pos):
+        inner, end = _parse_shape_at(text, pos + 2)
+        while end < len(text) and text[end] == " ":
+            end += 1
+        if end >= len(text) or text[end] != ")":
+            raise ShapeError("')' closing b(...)", end)
+        return buffer_of(inner), end + 1
     if pos < len(text) and text[pos] == "(":
         pos += 1
         elements: list[Shape] = []
