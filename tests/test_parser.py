@@ -95,6 +95,19 @@ def test_header_attributes_are_decoded(zoo) -> None:
     assert zoo.attribute("some_future_flag") == "{x=1 y=[2,3]}"
 
 
+def test_a_stack_frame_row_far_beyond_the_rows_is_dropped() -> None:
+    """XLA's parser takes any row id; a dense table up to 10**12 would not fit in memory, so
+    such a row is dropped (a reference to it resolves to nothing, as to any missing row)."""
+    text = ('HloModule m\n\nFileNames\n1 "a.py"\n1000000000000 "b.py"\n\nFunctionNames\n'
+            '1 "f"\n\nFileLocations\n1 {file_name_id=1 function_name_id=1 line=3 end_line=3 '
+            'column=1 end_column=2}\n\nStackFrames\n1 {file_location_id=1 parent_frame_id=0}'
+            '\n1000000000000 {file_location_id=1 parent_frame_id=0}\n\nENTRY e {\n'
+            '  ROOT c = f32[] constant(1), metadata={op_name="x" stack_frame_id=1}\n}\n')
+    index = parse(text).stack_frame_index
+    assert index.file_names == ("a.py",) and len(index.stack_frames) == 1
+    assert index.location(1).line == 3 and index.location(10 ** 12) is None
+
+
 def test_stack_frames_resolve_to_file_line_function(zoo) -> None:
     index = zoo.stack_frame_index
     assert index.file_names == ("model.py", "lib/layers.py")

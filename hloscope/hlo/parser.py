@@ -755,8 +755,14 @@ class _Parser:
                                     "StackFrames": StackFrame(0, 0)}
 
         def rows_of(table: str) -> tuple[Any, ...]:
+            # Dense up to the last id, gaps as empty rows. A row whose id is far beyond the
+            # rows given (XLA's printer numbers them 1..n; only an edited or corrupted text
+            # has one) is dropped, as a reference to a missing row resolves to nothing: a
+            # table up to it would take memory in proportion to the id.
             rows = tables[table]
-            return tuple(rows.get(k, empty[table]) for k in range(1, max(rows, default=0) + 1))
+            limit = 4 * len(rows) + 64
+            last = max((k for k in rows if k <= limit), default=0)
+            return tuple(rows.get(k, empty[table]) for k in range(1, last + 1))
         return StackFrameIndex(rows_of("FileNames"), rows_of("FunctionNames"),
                                rows_of("FileLocations"), rows_of("StackFrames"))
 
