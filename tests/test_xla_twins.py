@@ -17,8 +17,9 @@ from hloscope.hlo.verify import problems
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "scripts"))
 
 
-def _root(shape: str, op: str, pre: str = "", header: str = "") -> str:
-    return f"HloModule m{header}\n{pre}ENTRY e {{\n{op and op + chr(10)}  ROOT r = {shape}\n}}\n"
+def _root(shape: str, op: str = "", pre: str = "") -> str:
+    """A module whose entry has ``op`` (lines) then ``ROOT r = shape``; ``pre`` before it."""
+    return f"HloModule m\n{pre}ENTRY e {{\n{op and op + chr(10)}  ROOT r = {shape}\n}}\n"
 
 
 _BRANCH = "b {\n  p = f32[] parameter(0)\n  ROOT n = f32[] negate(p)\n}\n"
@@ -36,55 +37,54 @@ def _async(start: str, tail: str, pre: str = "") -> str:
 # the verifier's rule)
 TWINS = {
     "layout braces hold something": (
-        _root("f32[2]{0} parameter(0)", ""), _root("f32[2]{} parameter(0)", ""), "parse"),
+        _root("f32[2]{0} parameter(0)"), _root("f32[2]{} parameter(0)"), "parse"),
     "layout of a scalar": (
-        _root("f32[]{:T(128)} parameter(0)", ""), _root("f32[]{ } parameter(0)", ""), "parse"),
+        _root("f32[]{:T(128)} parameter(0)"), _root("f32[]{ } parameter(0)"), "parse"),
     "layout tail needs dimension numbers": (
-        _root("f32[2,3]{1,0:T(2,128)} parameter(0)", ""),
-        _root("f32[2,3]{:T(2,128)} parameter(0)", ""), "parse"),
+        _root("f32[2,3]{1,0:T(2,128)} parameter(0)"),
+        _root("f32[2,3]{:T(2,128)} parameter(0)"), "parse"),
     "dimension level types": (
-        _root("f32[2,3]{1,0:D(D,C+)} parameter(0)", ""),
-        _root("f32[2,3]{1,0:D(X,C)} parameter(0)", ""), "parse"),
+        _root("f32[2,3]{1,0:D(D,C+)} parameter(0)"),
+        _root("f32[2,3]{1,0:D(X,C)} parameter(0)"), "parse"),
     "physical shape": (
-        _root("f32[2,3]{1,0:T(8,128)} parameter(0)", ""),
-        _root("f32[2,3]{1,0:T(8,128)P(f32[2,3])} parameter(0)", ""), "parse"),
+        _root("f32[2,3]{1,0:T(8,128)} parameter(0)"),
+        _root("f32[2,3]{1,0:T(8,128)P(f32[2,3])} parameter(0)"), "parse"),
     "a buffer shape holds one array": (
-        _root("b(f32[8,16]{1,0}) parameter(0)", ""),
-        _root("b(f32[8], f32[8]) parameter(0)", ""), "parse"),
+        _root("b(f32[8,16]{1,0}) parameter(0)"),
+        _root("b(f32[8], f32[8]) parameter(0)"), "parse"),
     "a comment in a shape is a space": (
-        _root("f32[7,/**/68] parameter(0)", ""), _root("f32[7/**/68] parameter(0)", ""),
+        _root("f32[7,/**/68] parameter(0)"), _root("f32[7/**/68] parameter(0)"),
         "parse"),
     "a literal's number": (
-        _root("f32[3] constant({1e5, -0, 5.})", ""), _root("f32[3] constant({1e5, +2, 5.})", ""),
+        _root("f32[3] constant({1e5, -0, 5.})"), _root("f32[3] constant({1e5, +2, 5.})"),
         "literal-value"),
     "a literal's infinity": (
-        _root("f32[] constant(-inf)", ""), _root("f32[] constant(INF)", ""), "literal-value"),
+        _root("f32[] constant(-inf)"), _root("f32[] constant(INF)"), "literal-value"),
     "a literal's text": (
-        _root("f32[] constant(-1)", ""), _root("f32[] constant(0-1)", ""), "literal-value"),
+        _root("f32[] constant(-1)"), _root("f32[] constant(0-1)"), "literal-value"),
     "a complex literal's pair": (
-        _root("c64[] constant((1, -inf))", ""), _root("c64[] constant((1))", ""),
+        _root("c64[] constant((1, -inf))"), _root("c64[] constant((1))"),
         "literal-value"),
     "true and false are pred's": (
-        _root("pred[] constant(true)", ""), _root("u8[] constant(true)", ""), "literal-value"),
+        _root("pred[] constant(true)"), _root("u8[] constant(true)"), "literal-value"),
     "root against the declared result": (
         "HloModule m\nENTRY e () -> f32[2] {\n  ROOT c = f32[2] constant({1, 2})\n}\n",
         "HloModule m\nENTRY e () -> f32[3] {\n  ROOT c = f32[2] constant({1, 2})\n}\n",
         "computation-result"),
     "NaN payload of a one-NaN type": (
-        _root("f8e4m3fn[2] constant({nan, -nan})", ""),
-        _root("f8e4m3fn[2] constant({nan, nan(0x1)})", ""), "literal-range"),
+        _root("f8e4m3fn[2] constant({nan, -nan})"),
+        _root("f8e4m3fn[2] constant({nan, nan(0x1)})"), "literal-range"),
     "NaN payload of f8e4m3": (
-        _root("f8e4m3[1] constant({nan(0x7)})", ""),
-        _root("f8e4m3[1] constant({nan(0x8)})", ""), "literal-range"),
+        _root("f8e4m3[1] constant({nan(0x7)})"),
+        _root("f8e4m3[1] constant({nan(0x8)})"), "literal-range"),
     "u64 reads an int64": (
-        _root("u64[] constant(-1)", ""), _root("u32[] constant(-1)", ""), "literal-range"),
+        _root("u64[] constant(-1)"), _root("u32[] constant(-1)"), "literal-range"),
     "infeed is a tuple": (
         _root("(f32[2], token[]) infeed(t)", "  t = token[] after-all()"),
         _root("f32[2] infeed(t)", "  t = token[] after-all()"), "infeed-shape"),
     "parameter_replication per leaf": (
-        _root("(f32[], (f32[], f32[])) parameter(0), parameter_replication={true,false,true}",
-              ""),
-        _root("(f32[], f32[]) parameter(0), parameter_replication={true}", ""),
+        _root("(f32[], (f32[], f32[])) parameter(0), parameter_replication={true,false,true}"),
+        _root("(f32[], f32[]) parameter(0), parameter_replication={true}"),
         "parameter-replication"),
     "a pred conditional's branches": (
         _root("f32[] conditional(s, x, x), true_computation=b, false_computation=b",
