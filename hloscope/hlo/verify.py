@@ -365,17 +365,29 @@ def _dynamic_update_slice(comp: Computation, instr: Instruction, ops: list[Shape
                                                      f"not {_text(instr.shape)}")
 
 
-def _index_vector(instr: Instruction, indices: Shape) -> tuple[int, list[int]]:
-    """The index vector's length and the batch dimensions' sizes of a gather's or scatter's
-    indices (index_vector_dim equal to their rank: an implicit trailing 1)."""
+def _indexing(instr: Instruction, op: Shape, indices: Shape, operand_dims: tuple[str, ...],
+              index_map: str) -> tuple[list[int], dict[str, tuple[int, ...]]]:
+    """What gather and scatter share: integral indices whose index vector
+    (index_vector_dim, equal to their rank: an implicit trailing 1) has one entry per
+    ``index_map`` dimension, and attributes naming distinct operand dimensions. Returns the
+    indices' batch dimensions' sizes and those attributes' values."""
+    if not _integral(indices.element_type):
+        raise _Problem("element-type", f"{instr.opcode} indices are {indices.element_type}, "
+                                       "not integral")
     raw = instr.attribute("index_vector_dim")
     ivd = int(raw) if raw is not None and _INT_RE.fullmatch(raw.strip()) else indices.rank
     if not 0 <= ivd <= indices.rank:
         raise _Problem("gather-scatter-dims", f"index_vector_dim={ivd} is not a dimension of "
                                               f"the indices {_text(indices)} (nor its rank)")
-    dims = list(indices.dimensions)
-    length = dims.pop(ivd) if ivd < indices.rank else 1
-    return length, dims
+    batch = list(indices.dimensions)
+    length = batch.pop(ivd) if ivd < indices.rank else 1
+    dims = {name: _ints(instr, name) or () for name in (*operand_dims, index_map)}
+    for name in (*operand_dims, index_map):
+        _dim_set(name, dims[name], op.rank, "operand")
+    if len(dims[index_map]) != length:
+        raise _Problem("gather-scatter-dims", f"{index_map} has {len(dims[index_map])} "
+                                              f"entries; the index vector has {length}")
+    return batch, dims
 
 
 def _dim_set(name: str, dims: tuple[int, ...], rank: int, what: str) -> None:
@@ -393,22 +405,12 @@ def _gather(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
             not instr.shape.is_array:
         return
     op, indices, out = ops[0], ops[1], instr.shape
-    if not _integral(indices.element_type):
-        raise _Problem("element-type", f"gather indices are {indices.element_type}, not "
-                                       "integral")
-    length, batch = _index_vector(instr, indices)
+    batch, dims = _indexing(instr, op, indices, ("collapsed_slice_dims",
+                                                 "operand_batching_dims"), "start_index_map")
+    collapsed, batching = dims["collapsed_slice_dims"], dims["operand_batching_dims"]
     offset = _ints(instr, "offset_dims") or ()
-    collapsed = _ints(instr, "collapsed_slice_dims") or ()
-    batching = _ints(instr, "operand_batching_dims") or ()
-    index_map = _ints(instr, "start_index_map") or ()
     sizes = _ints(instr, "slice_sizes") or ()
     _dim_set("offset_dims", offset, len(batch) + len(offset), "result")
-    for name, dims in (("collapsed_slice_dims", collapsed), ("operand_batching_dims", batching),
-                       ("start_index_map", index_map)):
-        _dim_set(name, dims, op.rank, "operand")
-    if len(index_map) != length:
-        raise _Problem("gather-scatter-dims", f"start_index_map has {len(index_map)} entries; "
-                                              f"the index vector has {length}")
     if len(sizes) != op.rank or any(not 0 <= n <= d for n, d in zip(sizes, op.dimensions)):
         raise _Problem("gather-shape", f"slice_sizes={{{','.join(map(str, sizes))}}} does not "
                                        f"fit {_text(op)}: one size per dimension, within it")
@@ -442,21 +444,10 @@ def _scatter(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
     if [_text(r) for r in results] != [_text(o) for o in operands]:
         raise _Problem("scatter-shape", f"scatter of {', '.join(_text(o) for o in operands)} "
                                         f"is not {_text(instr.shape)}")
-    if not _integral(indices.element_type):
-        raise _Problem("element-type", f"scatter indices are {indices.element_type}, not "
-                                       "integral")
-    length, batch = _index_vector(instr, indices)
+    batch, dims = _indexing(instr, op, indices, ("inserted_window_dims", "input_batching_dims"),
+                            "scatter_dims_to_operand_dims")
+    inserted, batching = dims["inserted_window_dims"], dims["input_batching_dims"]
     window = _ints(instr, "update_window_dims") or ()
-    inserted = _ints(instr, "inserted_window_dims") or ()
-    batching = _ints(instr, "input_batching_dims") or ()
-    to_operand = _ints(instr, "scatter_dims_to_operand_dims") or ()
-    for name, dims in (("inserted_window_dims", inserted), ("input_batching_dims", batching),
-                       ("scatter_dims_to_operand_dims", to_operand)):
-        _dim_set(name, dims, op.rank, "operand")
-    if len(to_operand) != length:
-        raise _Problem("gather-scatter-dims", f"scatter_dims_to_operand_dims has "
-                                              f"{len(to_operand)} entries; the index vector "
-                                              f"has {length}")
     if len(window) + len(inserted) + len(batching) != op.rank or set(inserted) & set(batching):
         raise _Problem("scatter-shape", f"update_window_dims, inserted_window_dims and "
                                         f"input_batching_dims cover {op.rank} operand dimensions "
@@ -675,8 +666,7 @@ def _parameter(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
     raw = instr.attribute("parameter_replication")
     if raw is not None and _BOOL_LIST.fullmatch(raw.strip()):
         given = len(re.findall(r"true|false", raw))
-        leaves = len(instr.shape.leaves()) if instr.shape.tuple_shapes or \
-            not instr.shape.is_tuple else 0
+        leaves = len(instr.shape.leaves())
         if given != leaves:
             raise _Problem("parameter-replication",
                            f"parameter_replication has {given} entries; the parameter "
@@ -1025,7 +1015,7 @@ def _unexpected_attribute(instr: Instruction, key: str, allowed: frozenset[str])
 def _required_attributes(comp: Computation, instr: Instruction, need: tuple[str, ...]) -> None:
     keys = {a.key for a in instr.attributes}
     missing = [k for k in need if k not in keys]
-    if instr.opcode == "broadcast" and instr.operands and \
+    if instr.opcode == "broadcast" and "dimensions" in missing and instr.operands and \
             comp._index[instr.operands[0]].shape.rank == 0:
         missing.remove("dimensions")  # a scalar's: XLA's parser takes dimensions={} as said
     if instr.opcode == "conditional" and not (
@@ -1505,7 +1495,7 @@ def problems(module: Module) -> list[Problem]:
                 rule = rules(instr.opcode)
                 if rule is not None:
                     rule(comp, instr, ops)
-                elif instr.opcode[-5:] in ("pdate", "-done") and _async_role(instr.opcode):
+                elif instr.opcode.endswith(("-update", "-done")) and _async_role(instr.opcode):
                     _async_chain(module, comp, instr, ops)
                 if instr.called_computations:
                     _called(module, instr, ops)
