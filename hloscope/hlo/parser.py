@@ -1694,39 +1694,35 @@ def _read_lines(text: str, source: str) -> Optional[Module]:
     except (_GiveUp, HloParseError, IndexError):
         return None
 
+
 def _brace_groups(text: str, pos: int, end: int) -> Optional[list[tuple[int, int]]]:
-    """Where text[pos:end] is only brace groups separated by commas (strings and comments
-    skipped): each group's '{' and '}' offsets; else None (it is one computation's body)."""
+    """Where text[pos:end] is only brace groups separated by commas, as the lexer reads it
+    (strings and comments skipped): each group's '{' and '}' offsets; else None (it is one
+    computation's body)."""
     groups: list[tuple[int, int]] = []
-    depth, opened, i = 0, 0, pos
-    expect_group = True
-    while i < end:
-        c = text[i]
-        if c == '"':
-            m = _STRING_RE.match(text, i)
-            i = m.end() if m else end
+    depth, opened, expect_group = 0, 0, True
+    for kind, value, at in zip(*tokenize(text, pos, end)):
+        if kind == "NL" or kind == "EOF":
             continue
-        if text.startswith("/*", i):
-            close = text.find("*/", i + 2)
-            i = close + 2 if close >= 0 else end
-            continue
-        if c == "{":
-            if depth == 0:
-                if not expect_group:
-                    return None
-                opened = i
+        if depth == 0 and (kind == "BRACED" or kind == "PUNCT" and value == "{"):
+            if not expect_group:
+                return None
+            if kind == "BRACED":  # a group on one line, one token
+                groups.append((at, at + len(value) - 1))
+                expect_group = False
+                continue
+            opened = at
+        if kind == "PUNCT" and value == "{":
             depth += 1
-        elif c == "}":
+        elif kind == "PUNCT" and value == "}":
             depth -= 1
             if depth == 0:
-                groups.append((opened, i))
+                groups.append((opened, at))
                 expect_group = False
         elif depth == 0:
-            if c == ",":
-                expect_group = True
-            elif not c.isspace():
+            if kind != "PUNCT" or value != ",":
                 return None
-        i += 1
+            expect_group = True
     return groups if groups and depth == 0 else None
 
 
