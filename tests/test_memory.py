@@ -231,3 +231,41 @@ def test_the_time_tree_places_exactly_like_the_timeline_heap(specs, alignment, s
         (lambda iv: (iv.start - iv.end, -iv.size, iv.id))
     order = sorted(intervals, key=key)
     assert _place_tree(order, alignment) == _place(order, alignment)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 120), st.integers(0, 60)),
+                                   min_size=1, max_size=3),
+                          st.integers(0, 3000)), min_size=1, max_size=60),
+       st.sampled_from([1, 64, 256]),
+       st.sampled_from([("spatial", "temporal"), ("temporal", "spatial"),
+                        ("spatial", "temporal", "first-fit")]))
+def test_pack_gives_what_placing_every_order_in_full_gives(specs, alignment, orders) -> None:
+    """pack's shortcuts (an order stops once it reaches the best heap so far; one that reaches
+    packing_bound ends the search) change no answer: the same order wins, with the same
+    offsets, as when every order is placed in full and the first of the smallest heaps kept;
+    and no order packs below the bound."""
+    from hloscope.analysis.heap import Interval, _first_fit_online, _place, pack, packing_bound
+    intervals = [Interval(i, size, tuple((s, s + n) for s, n in ranges))
+                 for i, (ranges, size) in enumerate(specs)]
+    keys = {"spatial": lambda iv: (-iv.size, -(iv.end - iv.start), iv.id),
+            "temporal": lambda iv: (iv.start, -iv.size, iv.id),
+            "first-fit": lambda iv: (iv.start, iv.end, iv.id)}
+    full = [(name, *(_first_fit_online if name == "first-fit" else _place)(
+        sorted(intervals, key=keys[name]), alignment)) for name in orders]
+    bound = packing_bound(intervals, alignment)
+    assert all(heap >= bound for _, _, heap in full)
+    name, offsets, heap = min(full, key=lambda r: r[2])  # the first of the smallest
+    got = pack(intervals, alignment, orders)
+    assert (got.order, got.offsets, got.heap_size) == (name, offsets, heap)
+
+
+def test_packing_bound_counts_a_buffer_once_and_rounds_all_but_the_top() -> None:
+    from hloscope.analysis.heap import Interval, packing_bound
+    # Two ranges of one buffer that meet at time 5 count it once there.
+    assert packing_bound([Interval(0, 100, ((0, 5), (5, 9)))], 64) == 100
+    # 100 and 10 live together at 64-byte alignment: the lower one takes 128, the top 10
+    # (or 64 + 100): at least 138.
+    assert packing_bound([Interval(0, 100, ((0, 3),)), Interval(1, 10, ((2, 4),))], 64) == 138
+    assert packing_bound([Interval(0, 100, ((0, 3),)), Interval(1, 10, ((4, 6),))], 64) == 100
+    assert packing_bound([], 64) == 0

@@ -11,6 +11,9 @@ Offsets are kept in per-time-window lists of placed chunks, so one placement cos
 of chunks live over its own range, not the number of buffers placed: no quadratic blow-up on
 a long schedule of short-lived buffers. In the temporal order with one range per buffer (the
 eager model: an online allocator) a free list of gaps gives the same placements faster.
+Orders after the first stop once they reach the best heap so far, and none runs once one
+reaches ``packing_bound`` (the least heap any aligned placement can have): the answer is
+that of running every order in full (a test compares).
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ class Placement:
 
 def _align(n: int, alignment: int) -> int:
     return -(-n // alignment) * alignment if alignment > 1 else n
+
+
+_NEVER = 1 << 80  # a heap size no placement reaches: never give up
 
 
 class _Timeline:
@@ -108,24 +114,29 @@ def _best_fit(busy: list[tuple[int, int]], size: int, alignment: int) -> int:
     return _align(cursor, alignment)
 
 
-def _place(intervals: list[Interval], alignment: int) -> tuple[dict[int, int], int]:
+def _place(intervals: list[Interval], alignment: int,
+           give_up: int = _NEVER) -> tuple[dict[int, int], int]:
     """Best fit in the given order, the placed chunks in a bucketed list (``_Timeline``): the
     tests' oracle for ``_place_tree``."""
     end = max((iv.end for iv in intervals), default=0)
     timeline = _Timeline(end)
     return _place_in(intervals, alignment, lambda s, e, out: out.extend(timeline.busy(s, e)),
-                     timeline.add)
+                     timeline.add, give_up)
 
 
 def _place_in(intervals: list[Interval], alignment: int,
               busy: Callable[[int, int, list[tuple[int, int]]], None],
-              add: Callable[[int, int, int, int], None]) -> tuple[dict[int, int], int]:
+              add: Callable[[int, int, int, int], None],
+              give_up: int = _NEVER) -> tuple[dict[int, int], int]:
     """Best fit in the given order over an index of placed chunks: ``busy(start, end, out)``
     appends the (offset, end offset) intervals busy at some time of [start, end], ``add``
-    places a chunk."""
+    places a chunk. It stops once the heap reaches ``give_up`` (the heap only grows, so the
+    order cannot end below it); the offsets are then partial."""
     offsets: dict[int, int] = {}
     heap = 0
     for iv in intervals:
+        if heap >= give_up:
+            break
         taken: list[tuple[int, int]] = []
         for s, e in iv.ranges:
             busy(s, e, taken)
@@ -225,13 +236,15 @@ class _TimeTree:
                 node >>= 1
 
 
-def _place_tree(intervals: list[Interval], alignment: int) -> tuple[dict[int, int], int]:
+def _place_tree(intervals: list[Interval], alignment: int,
+                give_up: int = _NEVER) -> tuple[dict[int, int], int]:
     """``_place`` with the chunks in a ``_TimeTree``: the same offsets (a test compares)."""
     tree = _TimeTree(max((iv.end for iv in intervals), default=0))
-    return _place_in(intervals, alignment, tree.busy, tree.add)
+    return _place_in(intervals, alignment, tree.busy, tree.add, give_up)
 
 
-def _place_online(intervals: list[Interval], alignment: int) -> tuple[dict[int, int], int]:
+def _place_online(intervals: list[Interval], alignment: int,
+                  give_up: int = _NEVER) -> tuple[dict[int, int], int]:
     """``_place`` for intervals of one range each, given in start-time order: then the chunks
     that conflict with the next one are exactly those still live at its start, so an
     allocator's free list gives the same best fit without querying placed chunks. The free
@@ -245,6 +258,8 @@ def _place_online(intervals: list[Interval], alignment: int) -> tuple[dict[int, 
     offsets: dict[int, int] = {}
     heap = 0
     for iv in intervals:
+        if heap >= give_up:
+            break
         (start, end), = iv.ranges
         while live and live[0][0] < start:
             _, off, size = heapq.heappop(live)
@@ -280,8 +295,8 @@ def _place_online(intervals: list[Interval], alignment: int) -> tuple[dict[int, 
     return offsets, heap
 
 
-def _first_fit_online(intervals: list[Interval], alignment: int
-                      ) -> tuple[dict[int, int], int]:
+def _first_fit_online(intervals: list[Interval], alignment: int,
+                      give_up: int = _NEVER) -> tuple[dict[int, int], int]:
     """An online first-fit allocator: each interval in the order given (start time, then end,
     then id: the heap simulator's event order) at the lowest aligned offset free for it,
     a buffer of several ranges held from its first start to its last end, and freed after
@@ -293,6 +308,8 @@ def _first_fit_online(intervals: list[Interval], alignment: int
     offsets: dict[int, int] = {}
     heap = 0
     for iv in intervals:
+        if heap >= give_up:
+            break
         start, end = iv.start, iv.end
         while live and live[0][0] < start:
             _, off, _size = heapq.heappop(live)
@@ -311,28 +328,65 @@ def _first_fit_online(intervals: list[Interval], alignment: int
     return offsets, heap
 
 
+def packing_bound(intervals: list[Interval], alignment: int = 1) -> int:
+    """The least heap any placement of ``intervals`` at ``alignment``-aligned offsets can
+    have: at each time the buffers live then sit side by side, each but the topmost taking
+    its size rounded up to the alignment, so the heap is at least the sum of those minus the
+    largest rounding among them. The most of that over time (without alignment: the most
+    bytes live at once)."""
+    events: dict[int, list[tuple[int, int]]] = {}  # time -> (aligned size, slack) changes
+    for iv in intervals:
+        if not iv.size:
+            continue
+        rounded = _align(iv.size, alignment)
+        change = (rounded, rounded - iv.size)
+        gone = (-rounded, rounded - iv.size)
+        last = -1
+        for start, end in sorted(iv.ranges):  # a time the buffer is live counts once
+            start = max(start, last + 1)
+            if start <= end:
+                events.setdefault(start, []).append(change)
+                events.setdefault(end + 1, []).append(gone)
+                last = end
+    bound = live = 0
+    slacks: dict[int, int] = {}  # rounding -> how many live buffers have it
+    for t in sorted(events):
+        for rounded, slack in events[t]:
+            live += rounded
+            count = slacks.get(slack, 0) + (1 if rounded > 0 else -1)
+            if count:
+                slacks[slack] = count
+            else:
+                del slacks[slack]
+        if slacks:
+            bound = max(bound, live - max(slacks))
+    return bound
+
+
 def pack(intervals: list[Interval], alignment: int = 1,
-         orders: tuple[str, ...] = ("spatial", "temporal"),
-         lower_bound: int = -1) -> Placement:
+         orders: tuple[str, ...] = ("spatial", "temporal")) -> Placement:
     """Place every interval; return the offsets and heap size of the better of XLA's two
     orders (spatial: size, then lifetime; temporal: start time, then size), or of the
-    ``orders`` given. ``lower_bound``: the most bytes live at one time, below which no order
-    can pack; an order that reaches it ends the search (XLA keeps the first of equal sizes,
-    so the answer is the same)."""
+    ``orders`` given; the first of equal heaps, as XLA's ChooseBestHeapAlgorithm keeps it.
+    Same answer as placing every order in full, faster: an order stops once its heap reaches
+    the best so far (it cannot end below), and an order that reaches ``packing_bound``, below
+    which no order can pack, ends the search."""
     keys = {"spatial": lambda iv: iv.spatial_key or (-iv.size, -(iv.end - iv.start), iv.id),
             "temporal": lambda iv: iv.temporal_key or (iv.start, -iv.size, iv.id),
             "first-fit": lambda iv: (iv.start, iv.end, iv.id)}
     # The online allocator needs the intervals in start order: the temporal order of old.
     single = all(len(iv.ranges) == 1 and not iv.temporal_key for iv in intervals)
+    bound = packing_bound(intervals, alignment) if len(orders) > 1 else -1
     best: Placement | None = None
     for name in orders:
         order = sorted(intervals, key=keys[name])
         place = _first_fit_online if name == "first-fit" else \
             _place_online if name == "temporal" and single else _place_tree
-        offsets, heap = place(order, alignment)
+        offsets, heap = place(order, alignment,
+                              _NEVER if best is None else best.heap_size)
         if best is None or heap < best.heap_size:
             best = Placement(offsets, heap, name)
-        if heap <= lower_bound:
+        if best.heap_size <= bound:
             break
     assert best is not None
     return best

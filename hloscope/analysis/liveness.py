@@ -947,7 +947,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     keys = _heap_keys(heap_slots, group_of, xla_id) if be.temps_in_outputs else {}
     placement = pack([Interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),
                                *keys.get(s.id, ((), ())))
-                      for s in heap_slots], be.alignment, be.heap_orders, lower_bound=peak)
+                      for s in heap_slots], be.alignment, be.heap_orders)
     heap = placement.heap_size
     thread_local = _thread_local_sizes(module, be, roles)
     if be.table_alignment:
