@@ -206,17 +206,24 @@ class _TimeTree:
 
     def add(self, start: int, end: int, offset: int, size: int) -> None:
         lo, hi = offset, offset + size
+        stored, below = self.stored, self.below
         seen: set[int] = set()
         for node in self._tiles(start, end):
-            m = self.stored.get(node)
+            m = stored.get(node)
             if m is None:
-                m = self.stored[node] = _Merged()
+                m = stored[node] = _Merged()
             m.add(lo, hi)
             while node and node not in seen:
                 seen.add(node)
-                b = self.below.get(node)
+                b = below.get(node)
                 if b is None:
-                    b = self.below[node] = _Merged()
+                    b = below[node] = _Merged()
+                else:
+                    i = bisect.bisect_right(b.starts, lo) - 1
+                    if i >= 0 and b.ends[i] >= hi:
+                        # Already busy there: so is every ancestor's union, which holds this
+                        # one's.
+                        break
                 b.add(lo, hi)
                 node >>= 1
 
