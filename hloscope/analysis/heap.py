@@ -150,45 +150,37 @@ def _place_in(intervals: list[Interval], alignment: int,
     return offsets, heap
 
 
-class _Merged:
-    """Busy offset intervals, sorted, disjoint, touching ones merged: [starts[i], ends[i])."""
-
-    __slots__ = ("starts", "ends")
-
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-
-    def add(self, lo: int, hi: int) -> None:
-        starts, ends = self.starts, self.ends
-        i = bisect.bisect_left(ends, lo)  # the first that ends at or after lo
-        j = bisect.bisect_right(starts, hi)  # past the last that starts at or before hi
-        if i < j:
-            lo = min(lo, starts[i])
-            hi = max(hi, ends[j - 1])
-            starts[i:j] = [lo]
-            ends[i:j] = [hi]
-        else:
-            starts.insert(i, lo)
-            ends.insert(i, hi)
+def _merge_in(starts: list[int], ends: list[int], lo: int, hi: int) -> None:
+    """Add [lo, hi) to the busy offset intervals [starts[i], ends[i]) (sorted, disjoint,
+    touching ones merged)."""
+    i = bisect.bisect_left(ends, lo)  # the first that ends at or after lo
+    j = bisect.bisect_right(starts, hi)  # past the last that starts at or before hi
+    if i < j:
+        first, last = starts[i], ends[j - 1]
+        starts[i:j] = [first if first < lo else lo]
+        ends[i:j] = [last if last > hi else hi]
+    else:
+        starts.insert(i, lo)
+        ends.insert(i, hi)
 
 
 class _TimeTree:
-    """Placed chunks in a segment tree over time, as merged offset intervals. A chunk is kept
-    at the O(log T) nodes whose time ranges tile its own (``stored``), and in the union of each
-    of those nodes and their ancestors (``below``: everything stored in a node's subtree). The
-    chunks live at some time of a query's range are then the ``below`` of the nodes tiling the
-    query and the ``stored`` of their ancestors: O(log T) lists, each merged, so many
-    long-lived chunks that sit side by side cost one interval, not one each. Same gaps, same
-    best fit as ``_Timeline`` (the tests keep that one as the oracle)."""
+    """Placed chunks in a segment tree over time, as merged offset intervals (each node's a
+    pair of lists, starts and ends, for ``_merge_in``). A chunk is kept at the O(log T) nodes
+    whose time ranges tile its own (``stored``), and in the union of each of those nodes and
+    their ancestors (``below``: everything stored in a node's subtree). The chunks live at
+    some time of a query's range are then the ``below`` of the nodes tiling the query and the
+    ``stored`` of their ancestors: O(log T) lists, each merged, so many long-lived chunks that
+    sit side by side cost one interval, not one each. Same gaps, same best fit as
+    ``_Timeline`` (the tests keep that one as the oracle)."""
 
     def __init__(self, end: int) -> None:
         size = 1
         while size < end + 2:
             size *= 2
         self.size = size
-        self.stored: dict[int, _Merged] = {}
-        self.below: dict[int, _Merged] = {}
+        self.stored: dict[int, tuple[list[int], list[int]]] = {}
+        self.below: dict[int, tuple[list[int], list[int]]] = {}
 
     def _tiles(self, start: int, end: int) -> list[int]:
         out = []
@@ -207,39 +199,44 @@ class _TimeTree:
     def add(self, start: int, end: int, offset: int, size: int) -> None:
         lo, hi = offset, offset + size
         stored, below = self.stored, self.below
-        seen: set[int] = set()
-        for node in self._tiles(start, end):
+        tiles = self._tiles(start, end)
+        for node in tiles:
             m = stored.get(node)
             if m is None:
-                m = stored[node] = _Merged()
-            m.add(lo, hi)
+                stored[node] = ([lo], [hi])
+            else:
+                _merge_in(*m, lo, hi)
+        seen: set[int] = set()
+        for node in tiles:
             while node and node not in seen:
                 seen.add(node)
-                b = below.get(node)
-                if b is None:
-                    b = below[node] = _Merged()
+                m = below.get(node)
+                if m is None:
+                    below[node] = ([lo], [hi])
                 else:
-                    i = bisect.bisect_right(b.starts, lo) - 1
-                    if i >= 0 and b.ends[i] >= hi:
+                    starts, ends = m
+                    i = bisect.bisect_right(starts, lo) - 1
+                    if i >= 0 and ends[i] >= hi:
                         # Already busy there: so is every ancestor's union, which holds this
                         # one's.
                         break
-                b.add(lo, hi)
+                    _merge_in(starts, ends, lo, hi)
                 node >>= 1
 
     def busy(self, start: int, end: int, out: list[tuple[int, int]]) -> None:
         """Append the busy (offset, end offset) intervals over [start, end] to ``out``."""
+        stored, below = self.stored, self.below
         ancestors: set[int] = set()
         for node in self._tiles(start, end):
-            b = self.below.get(node)
-            if b is not None:
-                out.extend(zip(b.starts, b.ends))
+            m = below.get(node)
+            if m is not None:
+                out.extend(zip(*m))
             node >>= 1
             while node and node not in ancestors:
                 ancestors.add(node)
-                m = self.stored.get(node)
+                m = stored.get(node)
                 if m is not None:
-                    out.extend(zip(m.starts, m.ends))
+                    out.extend(zip(*m))
                 node >>= 1
 
 
