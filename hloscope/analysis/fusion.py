@@ -98,27 +98,17 @@ class FusionCluster:
     children: tuple[str, ...] = ()
 
 
-class _Provenance:
-    """The scope (op_name, trimmed) and ``file:line`` of instructions of one module, kept per
-    metadata: the parser gives one OpMetadata object to every instruction with the same
-    metadata text, and thousands share each."""
-
-    def __init__(self, module: Module) -> None:
-        self.module = module
-        self.by_metadata: dict[int, tuple[str, str]] = {}
-
-    def of(self, instr: Instruction) -> tuple[str, str]:
-        md = instr.metadata
-        if md is None:
-            return "", ""
-        hit = self.by_metadata.get(id(md))  # alive as long as the module: ids are not reused
+def _source(module: Module, instr: Instruction,
+            frames: Optional[dict[int, str]] = None) -> str:
+    """``file:line`` of an instruction; ``frames`` (one per module) keeps the text of each
+    stack frame id, which thousands of ops share."""
+    md = instr.metadata
+    if frames is not None and md is not None and md.stack_frame_id:
+        hit = frames.get(md.stack_frame_id)
         if hit is None:
-            hit = self.by_metadata[id(md)] = (trim_scope(md.op_name) if md.op_name else "",
-                                              location_text(self.module, instr))
+            hit = frames[md.stack_frame_id] = location_text(module, instr)
         return hit
-
-    def source(self, instr: Instruction) -> str:
-        return self.of(instr)[1]
+    return location_text(module, instr)
 
 
 def location_text(module: Module, instr: Instruction) -> str:
@@ -128,8 +118,14 @@ def location_text(module: Module, instr: Instruction) -> str:
     return f"{loc.file}:{loc.line}" if loc.line else loc.file
 
 
-def value_ref(instr: Instruction, prov: _Provenance,
-              cache: Optional[dict[int, ValueRef]] = None) -> ValueRef:
+def _scope(instr: Instruction) -> str:
+    return trim_scope(instr.metadata.op_name) if instr.metadata and instr.metadata.op_name \
+        else ""
+
+
+def value_ref(module: Module, instr: Instruction,
+              cache: Optional[dict[int, ValueRef]] = None,
+              frames: Optional[dict[int, str]] = None) -> ValueRef:
     """What a cluster says about one value; ``cache`` (by instruction identity) spares the
     work for operands that many fusions read."""
     if cache is not None:
@@ -137,7 +133,7 @@ def value_ref(instr: Instruction, prov: _Provenance,
         if hit is not None:
             return hit
     ref = ValueRef(instr.name, instr.opcode, str(instr.shape), instr.shape.total_logical_bytes,
-                   instr.shape.total_padded_bytes, *prov.of(instr))
+                   instr.shape.total_padded_bytes, _scope(instr), _source(module, instr, frames))
     if cache is not None:
         cache[id(instr)] = ref
     return ref
@@ -182,7 +178,7 @@ def find_hero(fused: Computation) -> Instruction:
 
 
 def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Optional[str],
-             cache: dict[int, ValueRef], prov: _Provenance,
+             cache: dict[int, ValueRef], frames: dict[int, str],
              children: tuple[str, ...]) -> FusionCluster:
     fused = module.computation(instr.called_computations[0])
     outputs = fusion_outputs(fused)
@@ -192,12 +188,12 @@ def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Opti
     constants = [i for i in fused.instructions if i.opcode == "constant"]
     scopes: dict[str, None] = {}
     lines: dict[str, None] = {}
-    of = prov.of
     for i in fused.instructions:
         op = i.opcode
         if op == "parameter":
             continue
-        sc, src = of(i)
+        sc = _scope(i)
+        src = _source(module, i, frames)
         if sc:
             scopes[sc] = None
         if src:
@@ -208,8 +204,9 @@ def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Opti
         intermediates.append(ValueRef(i.name, op, str(shape), shape.total_logical_bytes,
                                       shape.total_padded_bytes, sc, src))
     hero = find_hero(fused)
-    inputs = tuple(value_ref(comp.instruction(op), prov, cache) for op in instr.operands)
-    outs = tuple(value_ref(o, prov) for o in outputs)
+    inputs = tuple(value_ref(module, comp.instruction(op), cache, frames)
+                   for op in instr.operands)
+    outs = tuple(value_ref(module, o, None, frames) for o in outputs)
     return FusionCluster(
         name=instr.name, computation=comp.name, fused_computation=fused.name,
         kind=instr.fusion_kind.value if instr.fusion_kind else "",
@@ -228,7 +225,7 @@ def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Opti
         input_bytes=sum(v.logical_bytes for v in inputs),
         output_bytes=sum(v.logical_bytes for v in outs),
         scopes=tuple(scopes), source_lines=tuple(lines),
-        op_name=of(instr)[0], source=of(instr)[1],
+        op_name=_scope(instr), source=_source(module, instr, frames),
         parent=parent, children=children)
 
 
@@ -255,13 +252,13 @@ def fusion_clusters(module: Module) -> tuple[FusionCluster, ...]:
                     nested.setdefault(owner[comp.name], []).append(instr.name)
     out: list[FusionCluster] = []
     cache: dict[int, ValueRef] = {}
-    prov = _Provenance(module)
+    frames: dict[int, str] = {}
     for comp in module.computations:
         fusions = [i for i in comp.instructions if i.opcode == "fusion" and i.called_computations]
         if not fusions:
             continue
         for instr in fusions:
-            out.append(_cluster(module, comp, instr, owner.get(comp.name), cache, prov,
+            out.append(_cluster(module, comp, instr, owner.get(comp.name), cache, frames,
                                 tuple(nested.get(instr.name, ()))))
     return tuple(out)
 
@@ -271,8 +268,8 @@ def cluster_info(module: Module, comp: Computation,
     """The clusters of some fusions of one computation, by name (without nesting links): what
     a picture of part of a big module needs, at a fraction of ``fusion_clusters``' cost."""
     cache: dict[int, ValueRef] = {}
-    prov = _Provenance(module)
-    return {f.name: _cluster(module, comp, f, None, cache, prov, ())
+    frames: dict[int, str] = {}
+    return {f.name: _cluster(module, comp, f, None, cache, frames, ())
             for f in fusions if f.called_computations}
 
 
@@ -362,7 +359,8 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
     fused_owner = fusion_owners(post)
     # (A nested fusion's ops are credited to the nested fusion; its parent is in the clusters.)
     top_level = {c.name for c, _ in program_computations(post)}
-    pre_prov, post_prov = _Provenance(pre), _Provenance(post)
+    pre_frames: dict[int, str] = {}
+    post_frames: dict[int, str] = {}
     top_keys: set[tuple[str, str]] = set()
     top_names: set[str] = set()
     top_shapes: dict[tuple[str, str], list[str]] = {}
@@ -376,7 +374,7 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
             continue
         for instr in comp.instructions:
             name = instr.metadata.op_name if instr.metadata else ""
-            key = (name, post_prov.source(instr))
+            key = (name, _source(post, instr, post_frames))
             if is_top:
                 if instr.opcode != "fusion":
                     top_shapes.setdefault(_dims_key(instr), []).append(name)
@@ -397,14 +395,14 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
     by_metadata = 0
     by_users = 0
     for comp, prefix in program_computations(pre):
-        inherited = _inherit_from_users(comp, pre_prov)
+        inherited = _inherit_from_users(pre, comp)
         for instr in comp.instructions:
             if instr.opcode in VIEW_OPCODES or (instr.opcode == "parameter"
                                                 and not comp.is_entry):
                 # Views and a callee's parameters name another value: no op of their own.
                 continue
             raw = instr.metadata.op_name if instr.metadata else ""
-            src = pre_prov.source(instr)
+            src = _source(pre, instr, pre_frames)
             fusions: tuple[str, ...] = ()
             heir = None if raw else inherited.get((comp.name, instr.name))
             if raw or heir is not None:
@@ -448,8 +446,8 @@ def pre_post_map(pre: Module, post: Module) -> PrePostMap:
                       by_users, by_metadata / total if total else 1.0)
 
 
-def _inherit_from_users(comp: Computation, prov: _Provenance
-                        ) -> dict[tuple[str, str], tuple[str, str]]:
+def _inherit_from_users(module: Module, comp: Computation) -> dict[tuple[str, str],
+                                                                    tuple[str, str]]:
     """For each constant or broadcast without an op_name: the op_name and source of the
     first instruction reached through its users that has one."""
     graph = computation_graph(comp)
@@ -466,7 +464,7 @@ def _inherit_from_users(comp: Computation, prov: _Provenance
             seen.add(n)
             user = comp.instruction(n)
             if user.metadata and user.metadata.op_name:
-                out[(comp.name, instr.name)] = (user.metadata.op_name, prov.source(user))
+                out[(comp.name, instr.name)] = (user.metadata.op_name, _source(module, user))
                 break
             todo.extend(users(graph, n))
     return out
