@@ -3,17 +3,20 @@
 
 1. The Llama-3-shaped AdamW step (examples/llama.py: bf16 weights, f32 moments, donated) at
    ``--layers`` (default 8 and 32), compiled for the cpu: JAX's lower + compile, then
-   hloscope's parse, fusion report, fused liveness and unfused estimate, each as a ratio to
-   hloscope's parse and to XLA's own C++ parse of the same text (``jaxlib._hlo``), hloscope's
+   hloscope's parse, fusion clusters, pre -> post map, fused liveness and unfused estimate
+   (each the least of ``--repeat`` runs, as XLA's parse), each as a ratio to hloscope's parse
+   and to XLA's own C++ parse of the same text (``jaxlib._hlo``), hloscope's
    serial work as a ratio to JAX's lower + compile, and the peak Python memory of parse and
    analyses as a multiple of the text; and the wall time of ``hloscope memory FILE --json``
-   against ``hloscope inspect FILE --json`` on that text, pair by pair (median of ``--pairs``).
+   against ``hloscope inspect FILE --json`` on that text, pair by pair (median of ``--pairs``);
+   and of ``hloscope diff examples/llama.py`` (with and without ``--no-xla-unfused``) against
+   a process that only lowers and compiles the step with JAX.
 2. A synthetic chain whose long-lived buffers double from run to run (a forward chain whose
    every value the backward chain reads again, in reverse): parse and fused liveness per
    doubling (linear: 2x).
 
   python benchmarks/scale.py [--layers 8,32] [--seq 2048] [--chain 2000] [--doublings 3]
-                             [--pairs 5]"""
+                             [--pairs 5] [--repeat 3]"""
 
 from __future__ import annotations
 
@@ -33,19 +36,25 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 
-def timed(fn, *args):  # type: ignore[no-untyped-def]
-    gc.collect()
-    t = time.perf_counter()
-    out = fn(*args)
-    return out, time.perf_counter() - t
+def timed(fn, *args, repeat: int = 1):  # type: ignore[no-untyped-def]
+    """fn(*args) and its seconds: the least of ``repeat`` runs (the machine's noise only ever
+    adds time)."""
+    best = None
+    for _ in range(repeat):
+        gc.collect()
+        t = time.perf_counter()
+        out = fn(*args)
+        s = time.perf_counter() - t
+        best = s if best is None else min(best, s)
+    return out, best
 
 
-def xla_parse_seconds(text: str) -> float | None:
+def xla_parse_seconds(text: str, repeat: int) -> float | None:
     try:
         from jaxlib import _hlo
     except ImportError:
         return None
-    _, seconds = timed(_hlo.hlo_module_from_text, text)
+    _, seconds = timed(_hlo.hlo_module_from_text, text, repeat=repeat)
     return seconds
 
 
@@ -72,10 +81,10 @@ def memory_over_inspect(text: str, pairs: int) -> tuple[float, float, float]:
             statistics.median(m / i for m, i in zip(mem, ins)))
 
 
-def llama(layers: int, seq: int, pairs: int) -> None:
+def llama(layers: int, seq: int, pairs: int, repeat: int) -> None:
     import llama as model
 
-    from hloscope.analysis.fusion import fusion_report
+    from hloscope.analysis.fusion import fusion_clusters, pre_post_map
     from hloscope.analysis.liveness import analyze
     from hloscope.analysis.memory import unfused_part
     from hloscope.frontends.jax import lower
@@ -83,12 +92,13 @@ def llama(layers: int, seq: int, pairs: int) -> None:
     fn, args = model.hloscope_entries(layers=layers, seq=seq)["train_step"]
     lowered, jax_s = timed(lower, fn, args, "cpu")
     text = lowered.post
-    pre, _ = timed(parse, lowered.pre)
-    post, parse_s = timed(parse, text)
-    xla_s = xla_parse_seconds(text)
-    _, fusion_s = timed(fusion_report, post, pre)
-    fused, fused_s = timed(analyze, post, "cpu")
-    _, unfused_s = timed(unfused_part, post, "cpu")
+    pre = parse(lowered.pre)
+    post, parse_s = timed(parse, text, repeat=repeat)
+    xla_s = xla_parse_seconds(text, repeat)
+    _, clusters_s = timed(fusion_clusters, post, repeat=repeat)
+    _, map_s = timed(pre_post_map, pre, post, repeat=repeat)
+    fused, fused_s = timed(analyze, post, "cpu", repeat=repeat)
+    _, unfused_s = timed(unfused_part, post, "cpu", repeat=repeat)
     tracemalloc.start()
     m = parse(text)
     analyze(m, "cpu")
@@ -103,16 +113,60 @@ def llama(layers: int, seq: int, pairs: int) -> None:
     print(f"  XLA's own parse           {xla_s:7.2f} s" if xla_s else "  XLA's own parse: jaxlib "
           "not available")
     ref = xla_s or parse_s
-    for name, s in (("hloscope parse", parse_s), ("fusion report", fusion_s),
-                    ("fused liveness", fused_s), ("unfused estimate", unfused_s)):
+    print(f"  (hloscope and XLA: the least of {repeat} runs each)")
+    for name, s in (("hloscope parse", parse_s), ("fusion clusters", clusters_s),
+                    ("pre -> post map", map_s), ("fused liveness", fused_s),
+                    ("unfused estimate", unfused_s)):
         print(f"  {name:24}  {s:7.2f} s  {s / parse_s:5.2f}x parse  {s / ref:5.2f}x XLA's parse")
-    work = parse_s + fusion_s + fused_s + unfused_s
+    work = parse_s + clusters_s + map_s + fused_s + unfused_s
     print(f"  hloscope's serial work    {work:7.2f} s  {work / jax_s:5.2f}x JAX's lower + compile")
     print(f"  peak Python memory (parse + analyses): {peak / len(text):.1f}x the text")
     if pairs:
         mem, ins, ratio = memory_over_inspect(text, pairs)
         print(f"  hloscope memory {mem:.2f} s, hloscope inspect {ins:.2f} s (wall, medians of "
               f"{pairs}): {ratio:.2f}x pair by pair")
+        diff_over_jax(layers, seq, pairs)
+
+
+# JAX's own lower + compile of the step, as a process of its own: what `hloscope diff` adds to.
+_JAX_ONLY = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import llama
+fn, args = llama.hloscope_entries(layers=int(sys.argv[2]), seq=int(sys.argv[3]))["train_step"]
+fn.lower(*args).compile()
+"""
+
+
+def diff_over_jax(layers: int, seq: int, pairs: int) -> None:
+    """Wall seconds of `hloscope diff examples/llama.py` (with and without XLA's second,
+    no-fusion compile) against a process that only lowers and compiles the step with JAX, run
+    in turn; medians of ``pairs``, and the median of the ratios pair by pair."""
+    examples = os.path.join(ROOT, "examples")
+    sizes = ["--set", f"layers={layers}", "--set", f"seq={seq}"]
+    runs: dict[str, list[float]] = {"jax": [], "diff": [], "diff --no-xla-unfused": []}
+    for _ in range(pairs):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", _JAX_ONLY, examples, str(layers), str(seq)],
+                       check=True, stdout=subprocess.DEVNULL, env=_cpu_env())
+        runs["jax"].append(time.perf_counter() - t)
+        for name, extra in (("diff", []), ("diff --no-xla-unfused", ["--no-xla-unfused"])):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "hloscope.cli", "diff",
+                            os.path.join(examples, "llama.py"), *sizes, *extra, "--json"],
+                           check=True, stdout=subprocess.DEVNULL, env=_cpu_env())
+            runs[name].append(time.perf_counter() - t)
+    jax_s = statistics.median(runs["jax"])
+    print(f"  JAX lower + compile, a process of its own: {jax_s:.2f} s (wall, median of "
+          f"{pairs})")
+    for name in ("diff --no-xla-unfused", "diff"):
+        ratio = statistics.median(d / j for d, j in zip(runs[name], runs["jax"]))
+        print(f"  hloscope {name:22} {statistics.median(runs[name]):6.2f} s: adds "
+              f"{ratio - 1:5.2f}x JAX's (pair by pair)")
+
+
+def _cpu_env() -> dict[str, str]:
+    return {**os.environ, "JAX_PLATFORMS": "cpu"}
 
 
 def chain_text(n: int) -> str:
@@ -156,9 +210,11 @@ def main() -> int:
     ap.add_argument("--doublings", type=int, default=3)
     ap.add_argument("--pairs", type=int, default=5,
                     help="runs of hloscope memory and inspect, in turn (0: none)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of each parse and analysis; the least is printed")
     a = ap.parse_args()
     for layers in (int(x) for x in a.layers.split(",") if x):
-        llama(layers, a.seq, a.pairs)
+        llama(layers, a.seq, a.pairs, a.repeat)
     chain(a.chain, a.doublings)
     return 0
 
