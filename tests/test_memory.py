@@ -269,3 +269,43 @@ def test_packing_bound_counts_a_buffer_once_and_rounds_all_but_the_top() -> None
     assert packing_bound([Interval(0, 100, ((0, 3),)), Interval(1, 10, ((2, 4),))], 64) == 138
     assert packing_bound([Interval(0, 100, ((0, 3),)), Interval(1, 10, ((4, 6),))], 64) == 100
     assert packing_bound([], 64) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 400), st.integers(0, 300)), min_size=1,
+                         max_size=3), min_size=1, max_size=12),
+       st.lists(st.tuples(st.integers(0, 11), st.integers(0, 400), st.integers(0, 300)),
+                max_size=20),
+       st.lists(st.tuples(st.integers(0, 500), st.integers(0, 200)), min_size=1, max_size=20))
+def test_the_output_filter_never_drops_an_allocation_a_value_could_take(
+        initial, moved_in, queries) -> None:
+    """liveness._OutputFilter rules out output allocations cheaply: by two members each
+    allocation starts with, and by the buckets that members moved in later cover. It may
+    only drop an allocation where a member strictly overlaps the value, so that no handoff
+    at a touching end could let the value in: with every handoff allowed, each allocation
+    the full test (_Slot.conflicts) admits must still be given."""
+    from hloscope.analysis.liveness import Value, _OutputFilter, _Slot
+
+    def value(i: int, start: int, length: int) -> Value:
+        return Value(i, f"v{i}", "main", (), "f32[4]", 16, 16, 16, start, start + length,
+                     0, False)
+
+    slots, n = [], 0
+    for k, members in enumerate(initial):
+        s = _Slot(k, "output", 16)
+        for start, length in members:
+            s.add(value(n, start, length))
+            n += 1
+        slots.append(s)
+    could_take = _OutputFilter(slots)
+    for k, start, length in moved_in:
+        if k < len(slots):
+            v = value(n, start, length)
+            n += 1
+            slots[k].add(v)
+            could_take.added(slots[k], v)
+    for start, length in queries:
+        v = value(n, start, length)
+        given = set(could_take(0, v.start, v.end))
+        free = {k for k, s in enumerate(slots) if not s.conflicts(v, lambda a, b: True)}
+        assert free <= given
