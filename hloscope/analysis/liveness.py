@@ -676,20 +676,22 @@ class _OutputFilter:
 
     def __init__(self, slots: list["_Slot"]) -> None:
         self.position = {s.id: k for k, s in enumerate(slots) if not s.is_table}
-        self.covered: dict[int, int] = {}  # bucket -> allocations with a member covering it
-        for s in slots:
-            for v in s.members:
-                self.added(s, v)
         # Every output allocation has its group's members from the start. Two are kept: the
         # longest-lived and the last to end (a donated parameter's allocation holds the
         # parameter, live from the start to its last read, and the output, live from its
         # definition to the end: a temporary must fit between the two).
         tables = [(k, s) for k, s in enumerate(slots) if not s.is_table]
-        self.masks = [self._masks([(k, max(s.members, key=lambda m: (m.end - m.start,
-                                                                      -m.start)))
-                                   for k, s in tables]),
-                      self._masks([(k, max(s.members, key=lambda m: (m.end, m.start)))
-                                   for k, s in tables])]
+        longest = [(k, max(s.members, key=lambda m: (m.end - m.start, -m.start)))
+                   for k, s in tables]
+        last = [(k, max(s.members, key=lambda m: (m.end, m.start))) for k, s in tables]
+        self.masks = [self._masks(longest), self._masks(last)]
+        # bucket -> allocations with a member covering it; the kept two are the masks' already
+        self.covered: dict[int, int] = {}
+        kept = {id(v) for _, v in longest} | {id(v) for _, v in last}
+        for s in slots:
+            for v in s.members:
+                if id(v) not in kept:
+                    self.added(s, v)
 
     @staticmethod
     def _masks(keep: list[tuple[int, "Value"]]
