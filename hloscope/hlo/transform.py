@@ -228,7 +228,8 @@ class _Expander:
                     else tuple(a for a in f.attributes if a.key != "control-predecessors"),
                     f.is_root and instr.is_root, f.parameter_number, f.literal,
                     f.called_computations, f.fusion_kind, f.metadata, f.backend_config, ())
-                if f.is_root:
+                if f.is_root and (instr.control_predecessors or any(
+                        a.key == "control-predecessors" for a in instr.attributes)):
                     g = dataclasses.replace(g, attributes=g.attributes + tuple(
                         a for a in instr.attributes if a.key == "control-predecessors"),
                         control_predecessors=instr.control_predecessors)
