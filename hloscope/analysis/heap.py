@@ -7,10 +7,12 @@ offset on ties. A buffer may be a group of colocated values (values sharing one 
 occupies its offset during each member's range, so gaps between members stay usable.
 ``ChooseBestHeapAlgorithm`` runs the spatial and the temporal order and keeps the smaller.
 
-Offsets are kept in per-time-window lists of placed chunks, so one placement costs the number
-of chunks live over its own range, not the number of buffers placed: no quadratic blow-up on
-a long schedule of short-lived buffers. In the temporal order with one range per buffer (the
-eager model: an online allocator) a free list of gaps gives the same placements faster.
+Placed chunks are kept in a segment tree over time whose nodes hold merged busy offset
+intervals (``_TimeTree``), so one placement reads O(log T) merged lists, not every chunk that
+lives long: no quadratic blow-up on a training step's long-lived activations. (The bucketed
+chunk list it replaced, ``_Timeline``, stays as the tests' oracle.) In the temporal order
+with one range per buffer (the eager model: an online allocator) a free list of gaps gives
+the same placements faster.
 Orders after the first stop once they reach the best heap so far, and none runs once one
 reaches ``packing_bound`` (the least heap any aligned placement can have): the answer is
 that of running every order in full (a test compares).

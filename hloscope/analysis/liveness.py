@@ -668,8 +668,8 @@ class _OutputFilter:
     test stays with the caller; the answer is the same, only the hopeless tries are gone. Index
     tables never take an array and are left out.
 
-    The two members are those an allocation starts with; the temporaries moved in later
-    (``added``) rule out more: a member that strictly covers a BUCKET of steps conflicts with
+    The other members rule out more, those an allocation starts with and the temporaries
+    moved in later (``added``): a member that strictly covers a BUCKET of steps conflicts with
     every value live at a step of it (no end of the value can touch the member's), so
     ``covered`` keeps, per bucket, the allocations with such a member (on the unfused 32-layer
     llama step the candidates given fell from 331,000 to 23,000)."""
