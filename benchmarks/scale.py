@@ -185,13 +185,13 @@ def diff_over_jax(layers: int, seq: int, pairs: int) -> None:
     for _ in range(pairs):
         t = time.perf_counter()
         subprocess.run([sys.executable, "-c", _JAX_ONLY, examples, str(layers), str(seq)],
-                       check=True, stdout=subprocess.DEVNULL, env=_cpu_env())
+                       check=True, stdout=subprocess.DEVNULL)
         runs["jax"].append(time.perf_counter() - t)
         for name, extra in (("diff", []), ("diff --no-xla-unfused", ["--no-xla-unfused"])):
             t = time.perf_counter()
             subprocess.run([sys.executable, "-m", "hloscope.cli", "diff",
                             os.path.join(examples, "llama.py"), *sizes, *extra, "--json"],
-                           check=True, stdout=subprocess.DEVNULL, env=_cpu_env())
+                           check=True, stdout=subprocess.DEVNULL)
             runs[name].append(time.perf_counter() - t)
     jax_s = statistics.median(runs["jax"])
     print(f"  JAX lower + compile, a process of its own: {jax_s:.2f} s (wall, median of "
@@ -200,10 +200,6 @@ def diff_over_jax(layers: int, seq: int, pairs: int) -> None:
         ratio = statistics.median(d / j for d, j in zip(runs[name], runs["jax"]))
         print(f"  hloscope {name:22} {statistics.median(runs[name]):6.2f} s: adds "
               f"{ratio - 1:5.2f}x JAX's (pair by pair)")
-
-
-def _cpu_env() -> dict[str, str]:
-    return {**os.environ, "JAX_PLATFORMS": "cpu"}
 
 
 def chain_text(n: int) -> str:

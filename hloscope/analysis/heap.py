@@ -116,14 +116,13 @@ def _best_fit(busy: list[tuple[int, int]], size: int, alignment: int) -> int:
     return _align(cursor, alignment)
 
 
-def _place(intervals: list[Interval], alignment: int,
-           give_up: int = _NEVER) -> tuple[dict[int, int], int]:
+def _place(intervals: list[Interval], alignment: int) -> tuple[dict[int, int], int]:
     """Best fit in the given order, the placed chunks in a bucketed list (``_Timeline``): the
     tests' oracle for ``_place_tree``."""
     end = max((iv.end for iv in intervals), default=0)
     timeline = _Timeline(end)
     return _place_in(intervals, alignment, lambda s, e, out: out.extend(timeline.busy(s, e)),
-                     timeline.add, give_up)
+                     timeline.add)
 
 
 def _place_in(intervals: list[Interval], alignment: int,
