@@ -371,18 +371,18 @@ def compile_both(lowered: Any, target: Target, xla_unfused: bool,
     optimized text (the TensorFlow frontend's source lines); ``on_text`` gets "post" as soon
     as it is there. XLA's refusals become ``CompileError``."""
     try:
-        compiled, assignment = compile_with_assignment(lowered, target)
+        compiled, assignment, memory = _compile(lowered, target)
         post = text(compiled.as_text() or "")
         if on_text is not None:
             on_text("post", post)
-        unfused, assignment_unfused = compile_with_assignment(
+        unfused, assignment_unfused, memory_unfused = _compile(
             lowered, target, {"xla_disable_hlo_passes": target.no_fusion_passes}) \
-            if xla_unfused else (None, {})
+            if xla_unfused else (None, {}, {})
     except Exception as e:  # jaxlib's XlaRuntimeError and friends
         raise compile_error(e, target.name) from e
-    return {"post": post, "memory": memory_stats(compiled),
+    return {"post": post, "memory": memory,
             "post_unfused": text(unfused.as_text()) if unfused is not None else None,
-            "memory_unfused": memory_stats(unfused) if unfused is not None else {},
+            "memory_unfused": memory_unfused,
             "assignment": assignment, "assignment_unfused": assignment_unfused}
 
 
@@ -395,30 +395,42 @@ def compile_with_assignment(lowered: Any, target: Target,
     scratch directory (a per-compile option) and the dumped ``*-buffer-assignment.txt`` is
     read back (benchmarks/assignment_cost.py: a median 1.00-1.08x of the compile
     alone on the BERT layer step, within the noise of this machine)."""
+    compiled, assignment, _ = _compile(lowered, target, options)
+    return compiled, assignment
+
+
+def _compile(lowered: Any, target: Target, options: Optional[dict[str, Any]] = None
+             ) -> tuple[Any, dict[str, str], dict[str, int]]:
+    """``compile_with_assignment``, and XLA's figures (``memory_stats``) of the compile, read
+    off the one ``memory_analysis()`` that also gives XLA:CPU's assignment (a call takes
+    0.2 s on the 32-layer llama step)."""
     import base64
     import glob
     import tempfile
     opts = dict(options or {})
     if target.platform == "cpu":
         compiled = lowered.compile(compiler_options=opts or None)
+        stats = _memory_analysis(compiled)
+        figures = memory_stats(compiled, stats)
         try:
-            proto = compiled.memory_analysis().serialized_buffer_assignment_proto
+            proto = stats.serialized_buffer_assignment_proto
             module = compiled.runtime_executable().hlo_modules()[0] \
                 .as_serialized_hlo_module_proto()
         except Exception:  # a jaxlib without them: no assignment, the figures still stand
-            return compiled, {}
+            return compiled, {}, figures
         if not proto:
-            return compiled, {}
+            return compiled, {}, figures
         return compiled, {"proto": base64.b64encode(proto).decode(),
-                          "module": base64.b64encode(module).decode()}
+                          "module": base64.b64encode(module).decode()}, figures
     with tempfile.TemporaryDirectory(prefix="hloscope-xla-dump-") as tmp:
         opts.update(xla_dump_to=tmp, xla_dump_hlo_as_text=True)
         compiled = lowered.compile(compiler_options=opts)
+        figures = memory_stats(compiled)
         found = sorted(glob.glob(os.path.join(tmp, "*after_optimizations-buffer-assignment.txt")))
         if not found:
-            return compiled, {}
+            return compiled, {}, figures
         with open(max(found, key=os.path.getsize)) as f:
-            return compiled, {"dump": f.read()}
+            return compiled, {"dump": f.read()}, figures
 
 
 DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
@@ -433,12 +445,19 @@ def _float_dtype(name: Optional[str]) -> Any:
     return getattr(jnp, DTYPES[name])
 
 
-def memory_stats(compiled: Any) -> dict[str, int]:
-    """XLA's own figures from ``Compiled.memory_analysis()`` (empty if the backend has none)."""
+def _memory_analysis(compiled: Any) -> Any:
+    """``Compiled.memory_analysis()``, or None where the backend has none."""
     try:
-        stats = compiled.memory_analysis()
+        return compiled.memory_analysis()
     except Exception:  # some deviceless backends do not implement it
-        return {}
+        return None
+
+
+def memory_stats(compiled: Any, stats: Any = None) -> dict[str, int]:
+    """XLA's own figures from ``Compiled.memory_analysis()`` (empty if the backend has none);
+    ``stats``: that call's result, where the caller already has it."""
+    if stats is None:
+        stats = _memory_analysis(compiled)
     if stats is None:
         return {}
     keys = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
