@@ -24,7 +24,7 @@ from hloscope.analysis.summary import computation_roles
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Computation, Instruction, Module
 from hloscope.hlo.shape import Shape
-from hloscope.hlo.transform import post_order_schedule
+from hloscope.hlo.transform import post_order_names
 
 PARAMETER, OUTPUT, CONSTANT, TEMP = "parameter", "output", "constant", "temp"
 # Instructions that define no value: they name (part of) their operand's.
@@ -746,6 +746,11 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     trees = b.trees
 
     def cls_of_group(members: list[Value]) -> str:
+        if len(members) == 1:  # most groups
+            v = members[0]
+            instr = instr_at[(v.computation, v.instruction)]
+            return _class_of(instr.opcode, instr.opcode == "parameter" and
+                             v.computation == module.entry_name, v.id in live_out)
         classes = set()
         for v in members:
             instr = instr_at[(v.computation, v.instruction)]
@@ -763,7 +768,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     temp_groups: list[tuple[int, list[Value]]] = []
     table_groups: list[list[Value]] = []
     for g, members in groups.items():
-        members.sort(key=lambda v: (v.start, v.id))
+        if len(members) > 1:
+            members.sort(key=lambda v: (v.start, v.id))
         cls = cls_of_group(members)
         space = max(v.memory_space for v in members)
         if space:
@@ -835,24 +841,44 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             tree = trees.get((v.computation, op))
             if tree is None or () not in tree:
                 continue
-            u = values[tree[()]]
-            via = instr_at.get((v.computation, op))
-            direct = u.instruction == op and u.index == ()
-            element = via is not None and via.opcode == "get-tuple-element" and \
-                via.operands[0] == u.instruction and u.index == (via.tuple_index,) and \
-                instr_at[(u.computation, u.instruction)].opcode == "fusion"
-            if u.computation == v.computation and (direct or (elements and element)) and \
-                    u.end == v.start:
+            u = _dying(v, op, values[tree[()]], elements)
+            if u is not None:
                 yield u
+
+    def _dying(v: Value, op: str, u: Value, elements: bool) -> Optional[Value]:
+        """``u``, the value operand ``op`` of ``v``'s instruction names, if it dies where
+        ``v`` is defined and is read as dying_operands says."""
+        if u.computation != v.computation or u.end != v.start:
+            return None
+        if u.instruction == op and u.index == ():
+            return u
+        if not elements:
+            return None
+        via = instr_at.get((v.computation, op))
+        element = via is not None and via.opcode == "get-tuple-element" and \
+            via.operands[0] == u.instruction and u.index == (via.tuple_index,) and \
+            instr_at[(u.computation, u.instruction)].opcode == "fusion"
+        return u if element else None
 
     def operand_share(members: list[Value], size: int) -> Optional[_Slot]:
         """The allocation of an operand that dies where the group's first value is defined
         and whose buffer the backend lets it take over (BufferAssigner's first try). Only an
         allocation made by then counts: an output's or a donated parameter's; temporaries get
         theirs later, from the heap simulator (``heap_share``)."""
-        for u in dying_operands(members[0]):
-            slot = slot_of.get(group_of[u.id])
+        v = members[0]
+        instr = instr_at[(v.computation, v.instruction)]
+        for op in instr.operands:
+            # dying_operands(v), its cheapest test first: the operand's value has an
+            # output's or a donated parameter's allocation by now (few do).
+            tree = trees.get((v.computation, op))
+            uid = tree.get(()) if tree is not None else None
+            if uid is None:
+                continue
+            slot = slot_of.get(group_of[uid])
             if slot is None or not (slot.cls == OUTPUT or slot.aliased) or slot.size < size:
+                continue
+            u = _dying(v, op, values[uid], True)
+            if u is None:
                 continue
             if not handoff(u, members[0]):
                 continue
@@ -863,8 +889,11 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # Largest first; ties in XLA's value order, a post-order of each computation (measured:
     # the dump's value ids follow it, and schedule order instead moved the bf16 step by 45%).
     group_size = {g: max(v.size for v in members) for g, members in temp_groups}
+    post_get = post.get
     temp_groups.sort(key=lambda gm: (-group_size[gm[0]],
-                                     min(post.get(v.computation, v.instruction, 0)
+                                     post_get(gm[1][0].computation, gm[1][0].instruction, 0)
+                                     if len(gm[1]) == 1 else
+                                     min(post_get(v.computation, v.instruction, 0)
                                          for v in gm[1]), gm[0]))
     heap_slots: list[_Slot] = []
     delayed: list[tuple[int, list[Value]]] = []
@@ -1210,8 +1239,8 @@ def _post_order_positions(module: Module, roles: dict[str, str]
             visit(comp.name)
     # Only the computations that are program steps hold buffers (not fused ones, not reducers).
     steps = [n for n in order if roles.get(n) not in ("fused", "applied")]
-    places = {n: {instr.name: k for k, instr in enumerate(
-        post_order_schedule(module.computation(n)))} for n in steps}
+    places = {n: {name: k for k, name in enumerate(post_order_names(module.computation(n)))}
+              for n in steps}
 
     def offsets(names: list[str]) -> dict[str, int]:
         out, at = {}, 0

@@ -336,9 +336,16 @@ Scheduler = Callable[[Computation], list[Instruction]]
 
 
 def _deps(comp: Computation) -> dict[str, list[str]]:
-    return {i.name: list(dict.fromkeys(
-        [o for o in i.operands if o in comp] + [p for p in i.control_predecessors
-                                                 if p in comp])) for i in comp.instructions}
+    """Each instruction's distinct operands, then its control predecessors, in this
+    computation."""
+    index = comp._index  # `o in comp`, without a method call per operand
+    out: dict[str, list[str]] = {}
+    for i in comp.instructions:
+        d = [o for o in i.operands if o in index]
+        if i.control_predecessors:
+            d += [p for p in i.control_predecessors if p in index]
+        out[i.name] = list(dict.fromkeys(d)) if len(d) > 1 else d
+    return out
 
 
 def bfs_schedule(comp: Computation) -> list[Instruction]:
@@ -359,13 +366,20 @@ def bfs_schedule(comp: Computation) -> list[Instruction]:
             missing[u] -= 1
             if missing[u] == 0:
                 queue.append(u)
-    return [comp.instruction(n) for n in order]
+    index = comp._index
+    return [index[n] for n in order]
 
 
 def _depth_first(comp: Computation, deps: dict[str, list[str]]) -> list[Instruction]:
     """XLA's MakeInstructionPostOrder: from each instruction no one uses (in text order), a
     depth-first walk that emits every operand, in ``deps`` order, before its user; what those
     walks miss (nothing, in a well-formed computation) follows in text order."""
+    index = comp._index
+    return [index[n] for n in _depth_first_names(comp, deps)]
+
+
+def _depth_first_names(comp: Computation, deps: dict[str, list[str]]) -> list[str]:
+    """``_depth_first``'s order, by instruction name."""
     used = {o for d in deps.values() for o in d}
     done: set[str] = set()
     order: list[str] = []
@@ -396,12 +410,17 @@ def _depth_first(comp: Computation, deps: dict[str, list[str]]) -> list[Instruct
             visit(i.name)
     for i in comp.instructions:
         visit(i.name)
-    return [comp.instruction(n) for n in order]
+    return order
 
 
 def post_order_schedule(comp: Computation) -> list[Instruction]:
     """Operands before users, first operand first: XLA's PostOrderMemoryScheduler."""
     return _depth_first(comp, _deps(comp))
+
+
+def post_order_names(comp: Computation) -> list[str]:
+    """``post_order_schedule``'s order, by instruction name."""
+    return _depth_first_names(comp, _deps(comp))
 
 
 def dfs_schedule(comp: Computation) -> list[Instruction]:
