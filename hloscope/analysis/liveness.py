@@ -288,6 +288,10 @@ def _tuple_indices(shape: Shape) -> set[Index]:
     return {idx for idx, s in _leaves_with_index(shape) if s.is_tuple}
 
 
+# The opcode endings of the ops _async_aliases and _wrapped_tables read.
+_ASYNC_SUFFIXES = ("-start", "-done", "-update")
+
+
 def _async_aliases(instr: Instruction, operands: list[Tree]) -> Tree:
     """Indices of an async op's result that are its operands' buffers, not new values, as
     XLA's dataflow analysis has them (HloDataflowAnalysis::InitializeInstructionValueSets):
@@ -431,11 +435,17 @@ class _Builder:
             return tree
         for operand in operands:
             self.use(operand, t)
-        aliased = _async_aliases(instr, operands)
-        tree = {idx: aliased[idx] if idx in aliased else self.define(comp.name, instr, idx, s, t)
-                for idx, s in _leaves_with_index(instr.shape)}
-        for idx, s in _wrapped_tables(instr):
-            self.define(comp.name, instr, idx, s, t)  # read by nothing the text shows
+        if not instr.shape.is_tuple and not op.endswith(_ASYNC_SUFFIXES):
+            # An array no async op makes (most instructions): one value of its own, no index
+            # table, and nothing _async_aliases or _wrapped_tables would give.
+            tree = {(): self.define(comp.name, instr, (), instr.shape, t)}
+        else:
+            aliased = _async_aliases(instr, operands)
+            tree = {idx: aliased[idx] if idx in aliased else
+                    self.define(comp.name, instr, idx, s, t)
+                    for idx, s in _leaves_with_index(instr.shape)}
+            for idx, s in _wrapped_tables(instr):
+                self.define(comp.name, instr, idx, s, t)  # read by nothing the text shows
         if self.backend.in_place:
             for number, operand_index, output_index in in_place_pairs(self.module, instr):
                 if number >= len(operands) or output_index not in tree:
@@ -534,6 +544,11 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
     aliased = _entry_aliases(module, b, root)
     values: list[Value] = []
     intern = sys.intern  # one source text per line, not one per value
+    # Instructions share metadata and shape objects (the parser makes one per distinct
+    # text): each one's source text and printed shape found once, by the object's id (every
+    # object stays alive, held by its instructions, while the loop runs).
+    source_of: dict[int, str] = {}
+    text_of: dict[int, str] = {}
     for vid, (comp, instr, index, shape, start) in enumerate(b.defs):
         last = b.uses[vid]
         if instr.opcode == "parameter" and comp == module.entry_name:
@@ -546,13 +561,19 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
         if vid in live_out:
             last = end
         md = instr.metadata
-        loc = module.source_location(instr)
+        source = source_of.get(id(md))
+        if source is None:
+            loc = module.source_location(instr)
+            source = source_of[id(md)] = \
+                intern(f"{loc.file}:{loc.line}") if loc and loc.file else ""
+        text = text_of.get(id(shape))
+        if text is None:
+            text = text_of[id(shape)] = str(shape)
         values.append(Value(
-            vid, instr.name, comp, index, str(shape), shape.logical_bytes, shape.padded_bytes,
+            vid, instr.name, comp, index, text, shape.logical_bytes, shape.padded_bytes,
             shape.padded_bytes if be.padded_sizes else shape.logical_bytes, start, last,
             shape.layout.memory_space if shape.layout else 0, shape.is_tuple,
-            md.op_name if md else "",
-            intern(f"{loc.file}:{loc.line}") if loc and loc.file else ""))
+            md.op_name if md else "", source))
     # Every value is made: what the builder kept per value goes now, before the assignment
     # (the peak of a large module's analysis).
     b.defs, b.uses = [], []
