@@ -47,6 +47,8 @@ def computation_roles(module: Module) -> dict[str, str]:
     roles: dict[str, str] = {module.entry_name: "entry"}
     for comp in module.computations:
         for instr in comp.instructions:
+            if not instr.called_computations:
+                continue  # most instructions: nothing to give a role
             if instr.opcode == "fusion":
                 role = "fused"
             elif instr.opcode in CONTROL_FLOW_OPCODES:
