@@ -2,21 +2,23 @@
 """Memory analysis at LLM scale, as ratios measured in one run.
 
 1. The Llama-3-shaped AdamW step (examples/llama.py: bf16 weights, f32 moments, donated) at
-   ``--layers`` (default 8 and 32), compiled for the cpu: JAX's lower + compile, then
+   ``--layers`` (default 8 and 32), compiled for the cpu (``--model mixtral``: the
+   Mixtral-8x7B-shaped mixture-of-experts step of examples/mixtral.py instead; ``--model
+   llama,mixtral`` both): JAX's lower + compile, then
    hloscope's parse, fusion clusters, pre -> post map, fused liveness and unfused estimate
    (each the least of ``--repeat`` runs, as XLA's parse), each as a ratio to hloscope's parse
    and to XLA's own C++ parse of the same text (``jaxlib._hlo``), hloscope's
    serial work as a ratio to JAX's lower + compile, and the peak Python memory of parse and
    analyses as a multiple of the text; and the wall time of ``hloscope memory FILE --json``
    against ``hloscope inspect FILE --json`` on that text, pair by pair (median of ``--pairs``);
-   and of ``hloscope diff examples/llama.py`` (with and without ``--no-xla-unfused``) against
+   and of ``hloscope diff examples/NAME.py`` (with and without ``--no-xla-unfused``) against
    a process that only lowers and compiles the step with JAX.
 2. A synthetic chain whose long-lived buffers double from run to run (a forward chain whose
    every value the backward chain reads again, in reverse): parse and fused liveness per
    doubling (linear: 2x).
 
-  python benchmarks/scale.py [--layers 8,32] [--seq 2048] [--chain 2000] [--doublings 3]
-                             [--pairs 5] [--repeat 3]"""
+  python benchmarks/scale.py [--model llama] [--layers 8,32] [--seq 2048] [--chain 2000]
+                             [--doublings 3] [--pairs 5] [--repeat 3]"""
 
 from __future__ import annotations
 
@@ -81,8 +83,10 @@ def memory_over_inspect(text: str, pairs: int) -> tuple[float, float, float]:
             statistics.median(m / i for m, i in zip(mem, ins)))
 
 
-def llama(layers: int, seq: int, pairs: int, repeat: int) -> None:
-    import llama as model
+def step(name: str, layers: int, seq: int, pairs: int, repeat: int) -> None:
+    """Part 1 for examples/NAME.py's train_step at ``layers`` layers."""
+    import importlib
+    model = importlib.import_module(name)
 
     from hloscope.analysis.fusion import fusion_clusters, pre_post_map
     from hloscope.analysis.liveness import analyze
@@ -106,7 +110,7 @@ def llama(layers: int, seq: int, pairs: int, repeat: int) -> None:
     unfused_part(m, "cpu")
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    print(f"\nllama step, {layers} layers, seq {seq}: {len(text) / 1e6:.1f} MB of text, "
+    print(f"\n{name} step, {layers} layers, seq {seq}: {len(text) / 1e6:.1f} MB of text, "
           f"{sum(len(c.instructions) for c in post.computations):,} instructions; fused temp "
           f"{fused.figures.temp_packed_bytes:,} B, XLA "
           f"{lowered.memory.get('temp_size_in_bytes', 0):,} B")
@@ -127,7 +131,7 @@ def llama(layers: int, seq: int, pairs: int, repeat: int) -> None:
         mem, ins, ratio = memory_over_inspect(text, pairs)
         print(f"  hloscope memory {mem:.2f} s, hloscope inspect {ins:.2f} s (wall, medians of "
               f"{pairs}): {ratio:.2f}x pair by pair")
-        diff_over_jax(layers, seq, pairs)
+        diff_over_jax(name, layers, seq, pairs)
 
 
 def parse_floor(text: str) -> int:
@@ -167,16 +171,16 @@ def parse_floor(text: str) -> int:
 
 # JAX's own lower + compile of the step, as a process of its own: what `hloscope diff` adds to.
 _JAX_ONLY = """
-import sys
+import importlib, sys
 sys.path.insert(0, sys.argv[1])
-import llama
-fn, args = llama.hloscope_entries(layers=int(sys.argv[2]), seq=int(sys.argv[3]))["train_step"]
+model = importlib.import_module(sys.argv[4])
+fn, args = model.hloscope_entries(layers=int(sys.argv[2]), seq=int(sys.argv[3]))["train_step"]
 fn.lower(*args).compile()
 """
 
 
-def diff_over_jax(layers: int, seq: int, pairs: int) -> None:
-    """Wall seconds of `hloscope diff examples/llama.py` (with and without XLA's second,
+def diff_over_jax(name: str, layers: int, seq: int, pairs: int) -> None:
+    """Wall seconds of `hloscope diff examples/NAME.py` (with and without XLA's second,
     no-fusion compile) against a process that only lowers and compiles the step with JAX, run
     in turn; medians of ``pairs``, and the median of the ratios pair by pair."""
     examples = os.path.join(ROOT, "examples")
@@ -184,13 +188,13 @@ def diff_over_jax(layers: int, seq: int, pairs: int) -> None:
     runs: dict[str, list[float]] = {"jax": [], "diff": [], "diff --no-xla-unfused": []}
     for _ in range(pairs):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", _JAX_ONLY, examples, str(layers), str(seq)],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-c", _JAX_ONLY, examples, str(layers), str(seq),
+                        name], check=True, stdout=subprocess.DEVNULL)
         runs["jax"].append(time.perf_counter() - t)
         for name, extra in (("diff", []), ("diff --no-xla-unfused", ["--no-xla-unfused"])):
             t = time.perf_counter()
             subprocess.run([sys.executable, "-m", "hloscope.cli", "diff",
-                            os.path.join(examples, "llama.py"), *sizes, *extra, "--json"],
+                            os.path.join(examples, f"{name}.py"), *sizes, *extra, "--json"],
                            check=True, stdout=subprocess.DEVNULL)
             runs[name].append(time.perf_counter() - t)
     jax_s = statistics.median(runs["jax"])
@@ -237,6 +241,8 @@ def chain(start: int, doublings: int) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="llama",
+                    help="examples/NAME.py steps to measure, comma-separated (llama, mixtral)")
     ap.add_argument("--layers", default="8,32")
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--chain", type=int, default=2000)
@@ -246,8 +252,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of each parse and analysis; the least is printed")
     a = ap.parse_args()
-    for layers in (int(x) for x in a.layers.split(",") if x):
-        llama(layers, a.seq, a.pairs, a.repeat)
+    for name in (x for x in a.model.split(",") if x):
+        for layers in (int(x) for x in a.layers.split(",") if x):
+            step(name, layers, a.seq, a.pairs, a.repeat)
     chain(a.chain, a.doublings)
     return 0
 

@@ -484,6 +484,9 @@ def example(name: str) -> str:
                   "ffn=512", "--set", "vocab=1000", "--set", "seq=64", "--set", "scan=true"]),
     ("llama.py", ["--set", "hidden=256", "--set", "heads=4", "--set", "kv_heads=2", "--set",
                   "ffn=512", "--set", "vocab=1000", "--set", "seq=64", "--set", "remat=true"]),
+    # The Mixtral-shaped mixture-of-experts step (top-2 of 4 experts, GShard's dispatch).
+    ("mixtral.py", ["--set", "hidden=256", "--set", "heads=4", "--set", "kv_heads=2", "--set",
+                    "ffn=512", "--set", "experts=4", "--set", "vocab=1000", "--set", "seq=64"]),
 ])
 def test_example_model_files_match_xla(capsys, name, args) -> None:
     (t,) = diff_json(capsys, example(name), *args)["targets"]

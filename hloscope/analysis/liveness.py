@@ -544,11 +544,10 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
     aliased = _entry_aliases(module, b, root)
     values: list[Value] = []
     intern = sys.intern  # one source text per line, not one per value
-    # Instructions share metadata and shape objects (the parser makes one per distinct
-    # text): each one's source text and printed shape found once, by the object's id (every
-    # object stays alive, held by its instructions, while the loop runs).
+    # Instructions share metadata objects (the parser makes one per distinct text): each
+    # one's source text found once, by the object's id (every object stays alive, held by
+    # its instructions, while the loop runs).
     source_of: dict[int, str] = {}
-    text_of: dict[int, str] = {}
     for vid, (comp, instr, index, shape, start) in enumerate(b.defs):
         last = b.uses[vid]
         if instr.opcode == "parameter" and comp == module.entry_name:
@@ -566,11 +565,8 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
             loc = module.source_location(instr)
             source = source_of[id(md)] = \
                 intern(f"{loc.file}:{loc.line}") if loc and loc.file else ""
-        text = text_of.get(id(shape))
-        if text is None:
-            text = text_of[id(shape)] = str(shape)
         values.append(Value(
-            vid, instr.name, comp, index, text, shape.logical_bytes, shape.padded_bytes,
+            vid, instr.name, comp, index, str(shape), shape.logical_bytes, shape.padded_bytes,
             shape.padded_bytes if be.padded_sizes else shape.logical_bytes, start, last,
             shape.layout.memory_space if shape.layout else 0, shape.is_tuple,
             md.op_name if md else "", source))
