@@ -119,11 +119,11 @@ def step(name: str, layers: int, seq: int, pairs: int, repeat: int) -> None:
           "not available")
     ref = xla_s or parse_s
     print(f"  (hloscope and XLA: the least of {repeat} runs each)")
-    for name, s in (("hloscope parse", parse_s), ("its floor (parse_floor)", floor_s),
+    for what, s in (("hloscope parse", parse_s), ("its floor (parse_floor)", floor_s),
                     ("fusion clusters", clusters_s),
                     ("pre -> post map", map_s), ("fused liveness", fused_s),
                     ("unfused estimate", unfused_s)):
-        print(f"  {name:24}  {s:7.2f} s  {s / parse_s:5.2f}x parse  {s / ref:5.2f}x XLA's parse")
+        print(f"  {what:24}  {s:7.2f} s  {s / parse_s:5.2f}x parse  {s / ref:5.2f}x XLA's parse")
     work = parse_s + clusters_s + map_s + fused_s + unfused_s
     print(f"  hloscope's serial work    {work:7.2f} s  {work / jax_s:5.2f}x JAX's lower + compile")
     print(f"  peak Python memory (parse + analyses): {peak / len(text):.1f}x the text")
