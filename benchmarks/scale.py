@@ -191,18 +191,18 @@ def diff_over_jax(name: str, layers: int, seq: int, pairs: int) -> None:
         subprocess.run([sys.executable, "-c", _JAX_ONLY, examples, str(layers), str(seq),
                         name], check=True, stdout=subprocess.DEVNULL)
         runs["jax"].append(time.perf_counter() - t)
-        for name, extra in (("diff", []), ("diff --no-xla-unfused", ["--no-xla-unfused"])):
+        for command, extra in (("diff", []), ("diff --no-xla-unfused", ["--no-xla-unfused"])):
             t = time.perf_counter()
             subprocess.run([sys.executable, "-m", "hloscope.cli", "diff",
                             os.path.join(examples, f"{name}.py"), *sizes, *extra, "--json"],
                            check=True, stdout=subprocess.DEVNULL)
-            runs[name].append(time.perf_counter() - t)
+            runs[command].append(time.perf_counter() - t)
     jax_s = statistics.median(runs["jax"])
     print(f"  JAX lower + compile, a process of its own: {jax_s:.2f} s (wall, median of "
           f"{pairs})")
-    for name in ("diff --no-xla-unfused", "diff"):
-        ratio = statistics.median(d / j for d, j in zip(runs[name], runs["jax"]))
-        print(f"  hloscope {name:22} {statistics.median(runs[name]):6.2f} s: adds "
+    for command in ("diff --no-xla-unfused", "diff"):
+        ratio = statistics.median(d / j for d, j in zip(runs[command], runs["jax"]))
+        print(f"  hloscope {command:22} {statistics.median(runs[command]):6.2f} s: adds "
               f"{ratio - 1:5.2f}x JAX's (pair by pair)")
 
 
