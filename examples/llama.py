@@ -84,6 +84,31 @@ AXES = {"embed": "xh", "lm_head": "hx", "final_norm": "h", "attn_norm": "h", "ml
 SHARDINGS = {"dp": {}, "fsdp": {"h": "data"}, "fsdp_tp": {"h": "data", "x": "model"}}
 
 
+def adamw_step(loss_fn: Callable[[Params, jax.Array], jax.Array]) -> Callable[..., Any]:
+    """The AdamW training step of ``loss_fn``: f32 moments, bf16 weights updated in f32 and
+    stored back in their own dtype (examples/mixtral.py takes it too)."""
+    f32 = jnp.float32
+
+    def train_step(p: Params, m: Params, v: Params, step: jax.Array,
+                   tokens: jax.Array) -> tuple[Params, Params, Params, jax.Array, jax.Array]:
+        loss, grads = jax.value_and_grad(loss_fn)(p, tokens)
+        t = (step + 1).astype(f32)
+        b1, b2, lr, eps, wd = 0.9, 0.95, 3e-4, 1e-8, 0.1
+        m = jax.tree.map(lambda m_, g: b1 * m_ + (1 - b1) * g.astype(f32), m, grads)
+        v = jax.tree.map(lambda v_, g: b2 * v_ + (1 - b2) * jnp.square(g.astype(f32)), v,
+                         grads)
+        c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+
+        def update(w: jax.Array, m_: jax.Array, v_: jax.Array) -> jax.Array:
+            w32 = w.astype(f32)
+            w32 = w32 - lr * ((m_ / c1) / (jnp.sqrt(v_ / c2) + eps) + wd * w32)
+            return w32.astype(w.dtype)  # the weights stay bf16
+
+        return jax.tree.map(update, p, m, v), m, v, step + 1, loss
+
+    return train_step
+
+
 def partition_spec(name: str, sharding: str, stacked: bool) -> Any:
     from jax.sharding import PartitionSpec
     split = SHARDINGS[sharding]
@@ -139,22 +164,7 @@ def hloscope_entries(layers: int = 2, seq: int = 2048, batch: int = 1, hidden: i
         logp = jax.nn.log_softmax(logits, axis=-1)
         return -jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1).mean()
 
-    def train_step(p: Params, m: Params, v: Params, step: jax.Array,
-                   tokens: jax.Array) -> tuple[Params, Params, Params, jax.Array, jax.Array]:
-        loss, grads = jax.value_and_grad(loss_fn)(p, tokens)
-        t = (step + 1).astype(f32)
-        b1, b2, lr, eps, wd = 0.9, 0.95, 3e-4, 1e-8, 0.1
-        m = jax.tree.map(lambda m_, g: b1 * m_ + (1 - b1) * g.astype(f32), m, grads)
-        v = jax.tree.map(lambda v_, g: b2 * v_ + (1 - b2) * jnp.square(g.astype(f32)), v,
-                         grads)
-        c1, c2 = 1 - b1 ** t, 1 - b2 ** t
-
-        def update(w: jax.Array, m_: jax.Array, v_: jax.Array) -> jax.Array:
-            w32 = w.astype(f32)
-            w32 = w32 - lr * ((m_ / c1) / (jnp.sqrt(v_ / c2) + eps) + wd * w32)
-            return w32.astype(w.dtype)  # the weights stay bf16
-
-        return jax.tree.map(update, p, m, v), m, v, step + 1, loss
+    train_step = adamw_step(loss_fn)
 
     args = (params, moments, moments, step_count, tokens)
     if mesh is not None:

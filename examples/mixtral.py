@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
-from llama import rms_norm, rope
+from llama import adamw_step, rms_norm, rope
 
 Params = dict[str, Any]
 
@@ -110,22 +110,7 @@ def hloscope_entries(layers: int = 2, seq: int = 2048, batch: int = 1, hidden: i
         logp = jax.nn.log_softmax(logits, axis=-1)
         return -jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1).mean()
 
-    def train_step(p: Params, m: Params, v: Params, step: jax.Array,
-                   tokens: jax.Array) -> tuple[Params, Params, Params, jax.Array, jax.Array]:
-        loss, grads = jax.value_and_grad(loss_fn)(p, tokens)
-        t = (step + 1).astype(f32)
-        b1, b2, lr, eps, wd = 0.9, 0.95, 3e-4, 1e-8, 0.1
-        m = jax.tree.map(lambda m_, g: b1 * m_ + (1 - b1) * g.astype(f32), m, grads)
-        v = jax.tree.map(lambda v_, g: b2 * v_ + (1 - b2) * jnp.square(g.astype(f32)), v,
-                         grads)
-        c1, c2 = 1 - b1 ** t, 1 - b2 ** t
-
-        def update(w: jax.Array, m_: jax.Array, v_: jax.Array) -> jax.Array:
-            w32 = w.astype(f32)
-            w32 = w32 - lr * ((m_ / c1) / (jnp.sqrt(v_ / c2) + eps) + wd * w32)
-            return w32.astype(w.dtype)
-
-        return jax.tree.map(update, p, m, v), m, v, step + 1, loss
+    train_step = adamw_step(loss_fn)
 
     args = (params, moments, moments, step_count, tokens)
     return {"train_step": (jax.jit(train_step, donate_argnums=(0, 1, 2)), args),
