@@ -117,38 +117,65 @@ def _best_fit(busy: list[tuple[int, int]], size: int, alignment: int) -> int:
 
 
 def _place(intervals: list[Interval], alignment: int) -> tuple[dict[int, int], int]:
-    """Best fit in the given order, the placed chunks in a bucketed list (``_Timeline``): the
-    tests' oracle for ``_place_tree``."""
+    """Best fit in the given order, the placed chunks in a bucketed list (``_Timeline``) and
+    their gaps walked in offset order (``_best_fit``): the tests' oracle for ``_place_tree``."""
     end = max((iv.end for iv in intervals), default=0)
     timeline = _Timeline(end)
-    return _place_in(intervals, alignment, lambda s, e, out: out.extend(timeline.busy(s, e)),
-                     timeline.add)
+
+    def fit(ranges: tuple[tuple[int, int], ...], size: int) -> int:
+        taken: list[tuple[int, int]] = []
+        for s, e in ranges:
+            taken.extend(timeline.busy(s, e))
+        taken.sort()
+        return _best_fit(taken, size, alignment)
+
+    return _place_in(intervals, fit, timeline.add)
 
 
-def _place_in(intervals: list[Interval], alignment: int,
-              busy: Callable[[int, int, list[tuple[int, int]]], None],
+def _place_in(intervals: list[Interval], fit: Callable[[tuple[tuple[int, int], ...], int], int],
               add: Callable[[int, int, int, int], None],
               give_up: int = _NEVER) -> tuple[dict[int, int], int]:
-    """Best fit in the given order over an index of placed chunks: ``busy(start, end, out)``
-    appends the (offset, end offset) intervals busy at some time of [start, end], ``add``
-    places a chunk. It stops once the heap reaches ``give_up`` (the heap only grows, so the
-    order cannot end below it); the offsets are then partial."""
+    """Best fit in the given order over an index of placed chunks: ``fit(ranges, size)`` is
+    the best-fitting offset for a buffer of ``size`` live over ``ranges``, ``add`` places a
+    chunk. It stops once the heap reaches ``give_up`` (the heap only grows, so the order
+    cannot end below it); the offsets are then partial."""
     offsets: dict[int, int] = {}
     heap = 0
     for iv in intervals:
         if heap >= give_up:
             break
-        taken: list[tuple[int, int]] = []
-        for s, e in iv.ranges:
-            busy(s, e, taken)
-        taken.sort()
-        offset = _best_fit(taken, iv.size, alignment)
+        offset = fit(iv.ranges, iv.size)
         offsets[iv.id] = offset
         if iv.size:  # an empty buffer takes no room, and splits no gap
             for s, e in iv.ranges:
                 add(s, e, offset, iv.size)
         heap = max(heap, offset + iv.size)
     return offsets, heap
+
+
+def _best_fit_bounds(starts: list[int], ends: list[int], size: int, alignment: int) -> int:
+    """``_best_fit`` from the busy intervals' starts and ends, each sorted on its own (a sort
+    of plain integers, no pairs made): of nonempty half-open intervals, the free gaps are
+    exactly [k-th smallest end, (k+1)-th smallest start) where that is not empty (a point is
+    free where as many intervals have started as have ended), in offset order; below the
+    smallest start the gap from 0. Same offset as ``_best_fit`` (the tests compare)."""
+    if not starts:
+        return 0
+    starts.sort()
+    ends.sort()
+    first = starts[0]
+    best = (first, 0) if first > 0 and first >= size else None
+    if alignment > 1:
+        gaps = [(s - a, a) for e, s in zip(ends, starts[1:])
+                if s > e and s - (a := -(-e // alignment) * alignment) >= size]
+    else:
+        gaps = [(s - e, e) for e, s in zip(ends, starts[1:]) if s > e and s - e >= size]
+    if gaps:
+        low = min(gaps)  # the smallest gap, the lowest offset of equal ones
+        return best[1] if best is not None and best[0] <= low[0] else low[1]
+    if best is not None:
+        return 0
+    return _align(ends[-1], alignment)
 
 
 def _merge_in(starts: list[int], ends: list[int], lo: int, hi: int) -> None:
@@ -224,20 +251,23 @@ class _TimeTree:
                     _merge_in(starts, ends, lo, hi)
                 node >>= 1
 
-    def busy(self, start: int, end: int, out: list[tuple[int, int]]) -> None:
-        """Append the busy (offset, end offset) intervals over [start, end] to ``out``."""
+    def busy(self, start: int, end: int, starts: list[int], ends: list[int]) -> None:
+        """Append the starts and ends of the busy offset intervals over [start, end] to
+        ``starts`` and ``ends`` (unsorted, possibly overlapping)."""
         stored, below = self.stored, self.below
         ancestors: set[int] = set()
         for node in self._tiles(start, end):
             m = below.get(node)
             if m is not None:
-                out.extend(zip(*m))
+                starts.extend(m[0])
+                ends.extend(m[1])
             node >>= 1
             while node and node not in ancestors:
                 ancestors.add(node)
                 m = stored.get(node)
                 if m is not None:
-                    out.extend(zip(*m))
+                    starts.extend(m[0])
+                    ends.extend(m[1])
                 node >>= 1
 
 
@@ -255,7 +285,16 @@ def _place_tree(intervals: list[Interval], alignment: int,
                        tuple((rank[s], bisect.bisect_right(starts, e) - 1) for s, e in iv.ranges))
               for iv in intervals]
     tree = _TimeTree(len(starts))
-    return _place_in(ranked, alignment, tree.busy, tree.add, give_up)
+    busy = tree.busy
+
+    def fit(ranges: tuple[tuple[int, int], ...], size: int) -> int:
+        lows: list[int] = []
+        highs: list[int] = []
+        for s, e in ranges:
+            busy(s, e, lows, highs)
+        return _best_fit_bounds(lows, highs, size, alignment)
+
+    return _place_in(ranked, fit, tree.add, give_up)
 
 
 def _place_online(intervals: list[Interval], alignment: int,
