@@ -232,8 +232,16 @@ def test_mixed_floating_precision_passes() -> None:
     """XLA:TPU's optimized modules hold ``bf16 copy(f32)`` (its pipeline verifies with mixed
     precision allowed), so floating types of different widths are not an error here."""
     for root, params in (("bf16[4] copy(p0)", ["f32[4]"]),
-                         ("f32[4] add(p0, p1)", ["bf16[4]", "f32[4]"])):
+                         ("f32[4] add(p0, p1)", ["bf16[4]", "f32[4]"]),
+                         # a tpu-v5e llama step's rotary concatenate: XLA's InferPadShape
+                         # compares the two types ignoring precision
+                         ("bf16[6] pad(p0, p1), padding=0_2", ["bf16[4]", "f32[]"])):
         assert problems(parse(_program(root, params))) == []
+    # A padding value of another kind of type is still wrong.
+    text = _program("f32[6] pad(p0, p1), padding=0_2", ["f32[4]", "s32[]"])
+    with pytest.raises(HloVerifyError, match="not a scalar of f32") as e:
+        verify(parse(text), text)
+    assert e.value.rule == "pad-config"
 
 
 @pytest.mark.parametrize("rule", sorted(CASES))

@@ -465,8 +465,10 @@ def _scatter(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
 
 def _pad(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
     """pad(operand, value), padding=lo_hi[_interior]x...: one entry per dimension, interior
-    not negative, a scalar padding value of the operand's type, and the result's sizes
-    lo + hi + d + (d - 1) * interior."""
+    not negative, a scalar padding value of the operand's type (any floating type for a
+    floating operand: XLA's InferPadShape compares them ignoring precision, and its TPU
+    pipeline writes ``bf16 pad(bf16, f32)``), and the result's sizes lo + hi + d +
+    (d - 1) * interior."""
     raw = instr.attribute("padding")
     if raw is None or len(ops) != 2 or not ops[0].is_array:
         return
@@ -480,7 +482,8 @@ def _pad(comp: Computation, instr: Instruction, ops: list[Shape]) -> None:
                                      f"of rank {op.rank}")
     if any(interior < 0 for _, _, interior in config):
         raise _Problem("pad-config", f"padding={raw}: interior padding is not negative")
-    if value.is_array and (value.rank != 0 or value.element_type != op.element_type):
+    if value.is_array and (value.rank != 0 or not _same_ignoring_precision(
+            value.element_type, op.element_type)):
         raise _Problem("pad-config", f"the padding value is {_text(value)}, not a scalar of "
                                      f"{op.element_type}")
     want = padded_dims(op.dimensions, config)
