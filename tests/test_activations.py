@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from conftest import fixture_path
 from hloscope.analysis.activations import saved_for_backward, source_line
@@ -62,3 +63,28 @@ def test_source_lines_are_found_from_another_machine(tmp_path, monkeypatch) -> N
     monkeypatch.chdir(tmp_path)
     assert source_line("/home/someone/repo/examples/m.py", 2) == "b = 2"
     assert source_line("/nowhere/at/all.py", 1) == ""
+
+
+def test_on_tpu_v4_the_kept_activations_sit_on_chip_not_in_temp(capsys) -> None:
+    """Memory-space assignment gives a tpu-v4 step's kept activations on-chip memory (their
+    layouts name S(3)): they are in no device allocation, so the breakdown does not count them
+    in temp (it used to, and printed a negative 'rest of temp')."""
+    from hloscope.analysis.diff import breakdown
+    pre = fixture_path("tpu-v4/bert_layer_train_step.pre.hlo")
+    post = fixture_path("tpu-v4/bert_layer_train_step.post.hlo")
+    with open(post) as f:
+        a = analyze(parse(f.read(), post), "tpu-v4")
+    s = saved_for_backward(a)
+    assert s is not None and s.bytes == 37_777_408
+    assert dict(s.by_class) == {"S(3)": s.bytes}
+    assert a.figures.temp_packed_bytes == 0  # XLA's temp_size_in_bytes too
+    b = breakdown(a.figures, s)
+    assert (b.saved_in_temp_bytes, b.transient_bytes, b.saved_elsewhere_bytes,
+            b.saved_other_space_bytes) == (0, 0, 0, s.bytes)
+    assert run(["diff", pre, post, "--backend", "tpu-v4", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "36.03 MiB of activations kept in on-chip memory" in out
+    assert re.search(r"the rest of temp \(intermediates, packing\) +0 B\n", out)
+    # Without memory spaces (tpu-v3) the classes are the device's allocations.
+    b3 = _saved("tpu-v3/bert_layer_train_step.post.hlo")
+    assert b3 is not None and not any(c.startswith("S(") for c, _ in b3.by_class)

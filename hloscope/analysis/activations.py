@@ -133,7 +133,9 @@ def saved_for_backward(a: Analysis) -> Optional[SavedActivations]:
     cls = {vid: b.cls for b in a.buffers for vid in b.values}
     by_class: dict[str, int] = defaultdict(int)
     for v in kept:
-        by_class[cls.get(v.id, "temp")] += v.size
+        # A value in another memory space (S(n): on-chip memory, placed by memory-space
+        # assignment on tpu-v4 and later) is in no device buffer: not temp.
+        by_class[f"S({v.memory_space})" if v.memory_space else cls.get(v.id, "temp")] += v.size
     return SavedActivations(
         "hloscope.saved/1", a.module.name, boundary, a.schedule[boundary][1].name, len(kept),
         sum(v.size for v in kept), _groups(kept, "source"), _groups(kept, "scope"),

@@ -156,8 +156,9 @@ class Breakdown:
     """Where the fused step's bytes go, in parts a reader can reason about (docs/
     memory-model.md, "Where the bytes go"): ``total`` = state + new outputs + temp;
     temp = activations kept in it + the rest; ``saved_elsewhere`` are activations kept in an
-    output's or a donated parameter's allocation (counted there, not in temp); ``scratch``
-    is XLA:TPU's compiler scratch, which memory_analysis() adds to temp."""
+    output's or a donated parameter's allocation (counted there, not in temp), and
+    ``saved_other_space`` those in another memory space (on chip, counted nowhere here);
+    ``scratch`` is XLA:TPU's compiler scratch, which memory_analysis() adds to temp."""
 
     state_bytes: int  # the parameters: weights, optimizer state, inputs
     new_output_bytes: int  # outputs not kept in a donated parameter's buffer
@@ -167,6 +168,9 @@ class Breakdown:
     saved_elsewhere_bytes: int  # activations kept in output or donated allocations
     total_bytes: int
     scratch_bytes: Optional[int] = None
+    # activations kept in another memory space (S(n): on-chip memory that memory-space
+    # assignment gives them on tpu-v4 and later), in no device allocation
+    saved_other_space_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,10 +367,11 @@ def breakdown(f: MemoryFigures, saved: Optional[Any],
     activations.SavedActivations, None without a backward pass)."""
     by_class = dict(saved.by_class) if saved is not None else {}
     in_temp = by_class.get("temp", 0)
-    elsewhere = sum(b for c, b in by_class.items() if c != "temp")
+    other_spaces = sum(b for c, b in by_class.items() if c.startswith("S("))
+    elsewhere = sum(b for c, b in by_class.items() if c != "temp" and not c.startswith("S("))
     return Breakdown(f.parameter_bytes, f.output_bytes - f.alias_bytes, f.temp_packed_bytes,
                      in_temp, f.temp_packed_bytes - in_temp, elsewhere, f.total_bytes,
-                     scratch)
+                     scratch, other_spaces)
 
 
 def report(targets: tuple[TargetReport, ...], model: str, entry: str = "",

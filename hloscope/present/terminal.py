@@ -239,6 +239,10 @@ def breakdown_lines(t: TargetReport) -> list[str]:
         lines.append(f"  (and {human_bytes(b.saved_elsewhere_bytes)} of activations kept in "
                      "output or donated-parameter allocations, counted there: temp-in-output, "
                      "temp-in-donated)")
+    if b.saved_other_space_bytes:
+        lines.append(f"  (and {human_bytes(b.saved_other_space_bytes)} of activations kept in "
+                     "on-chip memory, another memory space (S(n)) that memory-space assignment "
+                     "gives them, in no device allocation)")
     if b.scratch_bytes is not None:
         lines.append(f"  (XLA:TPU adds {human_bytes(b.scratch_bytes)} of compiler scratch "
                      "to temp, not in the HLO)")
