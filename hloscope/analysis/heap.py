@@ -157,25 +157,18 @@ def _best_fit_bounds(starts: list[int], ends: list[int], size: int, alignment: i
     """``_best_fit`` from the busy intervals' starts and ends, each sorted on its own (a sort
     of plain integers, no pairs made): of nonempty half-open intervals, the free gaps are
     exactly [k-th smallest end, (k+1)-th smallest start) where that is not empty (a point is
-    free where as many intervals have started as have ended), in offset order; below the
-    smallest start the gap from 0. Same offset as ``_best_fit`` (the tests compare)."""
+    free where as many intervals have started as have ended), in offset order, with an end
+    at 0 before them all for the gap below the smallest start. Same offset as ``_best_fit``
+    (the tests compare)."""
     if not starts:
         return 0
     starts.sort()
     ends.sort()
-    first = starts[0]
-    best = (first, 0) if first > 0 and first >= size else None
-    if alignment > 1:
-        gaps = [(s - a, a) for e, s in zip(ends, starts[1:])
-                if s > e and s - (a := -(-e // alignment) * alignment) >= size]
-    else:
-        gaps = [(s - e, e) for e, s in zip(ends, starts[1:]) if s > e and s - e >= size]
-    if gaps:
-        low = min(gaps)  # the smallest gap, the lowest offset of equal ones
-        return best[1] if best is not None and best[0] <= low[0] else low[1]
-    if best is not None:
-        return 0
-    return _align(ends[-1], alignment)
+    # (gap, aligned offset) of each gap that holds ``size``; the alignment is _align's, inline
+    gaps = [(s - a, a) for e, s in zip([0, *ends], starts)
+            if s > e and s - (a := -(-e // alignment) * alignment) >= size]
+    # the smallest gap, the lowest offset of equal ones; else the top of the heap
+    return min(gaps)[1] if gaps else _align(ends[-1], alignment)
 
 
 def _merge_in(starts: list[int], ends: list[int], lo: int, hi: int) -> None:
