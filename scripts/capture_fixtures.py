@@ -9,7 +9,8 @@ For each example model and target it writes, under fixtures/<target>/:
                                its BufferAssignmentProto (xla-assignment.pb) and the module's
                                HloModuleProto that names the ids (xla-module.pb); on gpu and tpu
                                the compile's dumped xla-buffer-assignment.txt
-and, for the CPU, an --xla_dump_to directory under fixtures/dumps/ with XLA's buffer assignment,
+On gpu targets the generated programs of GENERATED (tests/jax_programs.py) are captured too.
+And, for the CPU, an --xla_dump_to directory under fixtures/dumps/ with XLA's buffer assignment,
 memory usage report and live ranges: the ground truth for the memory model.
 
 Usage:
@@ -18,6 +19,7 @@ Usage:
   python scripts/capture_fixtures.py --targets cpu,tpu-v3
   python scripts/capture_fixtures.py --python /path/to/venv/bin/python --targets gpu-h100
   python scripts/capture_fixtures.py --targets cpu,gpu-h100,tpu-v3 --only donated
+  python scripts/capture_fixtures.py --targets gpu-h100 --only generated --no-dump
 
 Training steps that donate their state (the examples' default ``train_step`` entries, jitted with
 donate_argnums) are written as ``<model>_<entry>_donated``; their ``*_undonated`` twins keep the
@@ -65,6 +67,32 @@ def jax_models() -> dict[str, dict]:
             "bert_stack2": {"train_step": bert_layer.stacked_train_step("base", 2, 1, 128)}}
 
 
+# Generated programs (tests/jax_programs.py) whose gpu assignment once differed from XLA's, kept
+# as gpu fixtures: each taught a rule (docs/memory-model.md).
+GENERATED = {
+    # Two loops' 64 KiB state, equal in size and in post order: XLA's buffer ids break the
+    # tie (the least id of a value the loop state's instructions define).
+    "generated_sgd_b16_w128_scan_dense_scan": {
+        "batch": 16, "width": 128, "layers": ["scan", "dense", "scan"], "mode": "sgd",
+        "donate": False},
+    # A loop body whose fusions wait on one another by control edges: its post order (and so
+    # its value ids) visits the last control predecessor first.
+    "generated_adam_b8_w16_scan_relu_dus": {
+        "batch": 8, "width": 16, "layers": ["scan", "relu", "dus"], "mode": "adam",
+        "donate": False},
+}
+
+
+def generated_models() -> dict[str, dict]:
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import jax_programs
+    out = {}
+    for stem, d in GENERATED.items():
+        fn, args, _ = jax_programs.build(d)
+        out[stem] = {"": (fn, args)}
+    return out
+
+
 def stem_of(model: str, entry: str, fn: object) -> str:
     """The fixture name of a model's entry: ``*_undonated`` entries keep the plain name, entries
     that are jitted with donation get ``_donated``."""
@@ -86,11 +114,14 @@ def capture_jax(target: str, variant: str = "") -> None:
     """Every model's entries for one target; with ``variant`` (run with XLA_FLAGS set), only
     the no-fusion calibration models, written as ``*.<variant>.post.hlo``."""
     from hloscope.frontends.jax import lower
-    for model, entries in jax_models().items():
+    models = jax_models()
+    if target.startswith("gpu") and not variant:
+        models.update(generated_models())
+    for model, entries in models.items():
         for entry, (fn, args) in entries.items():
             if variant and (model, entry) not in NO_FUSION_MODELS:
                 continue
-            stem = stem_of(model, entry, fn)
+            stem = stem_of(model, entry, fn) if entry else model
             if ONLY not in stem:
                 continue
             lowered = lower(fn, args, target)

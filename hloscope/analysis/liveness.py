@@ -824,7 +824,24 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     def created(s: _Slot) -> int:
         return min(post.get(m.computation, m.instruction, 0) for m in s.members)
 
-    output_slots.sort(key=lambda s: (s.size, -created(s), -s.id))
+    def value_key(v: Value) -> tuple[int, Index, int]:
+        """Where XLA's value ids put ``v``: HloDataflowAnalysis numbers the values its
+        instructions define in its post order (``xla_pos``), a tuple's elements in index
+        order."""
+        return (xla_pos.get(v.computation, v.instruction, len(xla_pos)), v.index, v.id)
+
+    def buffer_key(members: list[Value]) -> tuple[int, tuple[int, Index, int]]:
+        """Where XLA's buffer ids put a group, the last tie-break of BufferAssigner's sort (a
+        stable sort over HloAliasAnalysis's buffers, numbered by their values' least id).
+        Phis, a loop's or a conditional's state where it changes (a loop body's or a branch's
+        parameter, a while's or conditional's result), are numbered after every value the
+        instructions define, so the least id is a defined value's (measured on the gpu dump
+        of two loops' 64 KiB state, equal in size and post order: the group of the lower
+        defined id took the output that reads its loop's result)."""
+        defined = [value_key(v) for v in members if not _is_phi(module, instr_at, v)]
+        return (0, min(defined)) if defined else (1, min(value_key(v) for v in members))
+
+    output_slots.sort(key=lambda s: (-s.size, created(s), buffer_key(s.members)), reverse=True)
     output_sizes = [s.size for s in output_slots]
     could_take = _OutputFilter(output_slots)
 
@@ -911,7 +928,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                                      post_get(gm[1][0].computation, gm[1][0].instruction, 0)
                                      if len(gm[1]) == 1 else
                                      min(post_get(v.computation, v.instruction, 0)
-                                         for v in gm[1]), gm[0]))
+                                         for v in gm[1]), buffer_key(gm[1])))
     heap_slots: list[_Slot] = []
     delayed: list[tuple[int, list[Value]]] = []
     for g, members in temp_groups:
@@ -1222,12 +1239,21 @@ class _Positions:
         return self.size
 
 
+def _is_phi(module: Module, instr_at: dict[tuple[str, str], Instruction], v: Value) -> bool:
+    """Might XLA's dataflow analysis make ``v`` a phi: a parameter of a computation other
+    than the entry (a loop body's or condition's, a branch's), or a while's or conditional's
+    result."""
+    opcode = instr_at[(v.computation, v.instruction)].opcode
+    return (opcode == "parameter" and v.computation != module.entry_name) or \
+        opcode in ("while", "conditional")
+
+
 def _post_order_positions(module: Module, roles: dict[str, str]
                           ) -> tuple[_Positions, _Positions]:
     """Position of each instruction in the order BufferAssigner sorts buffers by
     (AssignBuffersForComputations): the computations in reverse post order of the call graph
     (the entry first, a while's body before its condition), each in its own post order; and
-    in the call graph's post order instead, the order XLA numbers its values in
+    in XLA's computation post order instead, the order XLA numbers its values in
     (HloDataflowAnalysis walks MakeComputationPostOrder, then each computation's
     MakeInstructionPostOrder: measured, the dumps' value ids follow it)."""
     called = {c for comp in module.computations for i in comp.instructions
@@ -1258,6 +1284,15 @@ def _post_order_positions(module: Module, roles: dict[str, str]
     steps = [n for n in order if roles.get(n) not in ("fused", "applied")]
     places = {n: {name: k for k, name in enumerate(post_order_names(module.computation(n)))}
               for n in steps}
+    # XLA prints a module's computations in its own computation post order, the one its
+    # values are numbered in; where the text's order is a post order (each callee before its
+    # callers), it is that order (measured on a gpu dump of four loops: the loops' bodies
+    # and conditions in the text's order, not this walk's).
+    written = [c.name for c in module.computations if c.name in places]
+    rank = {n: k for k, n in enumerate(written)}
+    numbered = written if all(rank.get(c, -1) < rank[n] for n in written
+                              for i in module.computation(n).instructions
+                              for c in i.called_computations if c in rank) else steps
 
     def offsets(names: list[str]) -> dict[str, int]:
         out, at = {}, 0
@@ -1265,7 +1300,7 @@ def _post_order_positions(module: Module, roles: dict[str, str]
             out[n] = at
             at += len(places[n])
         return out
-    return (_Positions(offsets(steps[::-1]), places), _Positions(offsets(steps), places))
+    return (_Positions(offsets(steps[::-1]), places), _Positions(offsets(numbered), places))
 
 
 def _thread_local_sizes(module: Module, be: Backend, roles: dict[str, str]) -> list[int]:

@@ -378,9 +378,13 @@ def _depth_first(comp: Computation, deps: dict[str, list[str]]) -> list[Instruct
     return [index[n] for n in _depth_first_names(comp, deps)]
 
 
-def _depth_first_names(comp: Computation, deps: dict[str, list[str]]) -> list[str]:
-    """``_depth_first``'s order, by instruction name."""
-    used = {o for d in deps.values() for o in d}
+def _depth_first_names(comp: Computation, deps: dict[str, list[str]],
+                       roots: Optional[set[str]] = None) -> list[str]:
+    """``_depth_first``'s order, by instruction name; the walks start from ``roots`` (default:
+    the instructions no ``deps`` list names), in text order."""
+    if roots is None:
+        used = {o for d in deps.values() for o in d}
+        roots = {i.name for i in comp.instructions if i.name not in used}
     done: set[str] = set()
     order: list[str] = []
 
@@ -406,21 +410,41 @@ def _depth_first_names(comp: Computation, deps: dict[str, list[str]]) -> list[st
                 at.append(0)
 
     for i in comp.instructions:
-        if i.name not in used:
+        if i.name in roots:
             visit(i.name)
     for i in comp.instructions:
         visit(i.name)
     return order
 
 
+def _post_order_deps(comp: Computation) -> tuple[dict[str, list[str]], set[str]]:
+    """The order XLA's MakeInstructionPostOrder walks each instruction's inputs in, and where
+    its walks start. Its stack takes the operands last to first, then the control
+    predecessors first to last, so it visits the last control predecessor first, then back
+    to the first, then the operands in order (measured: a gpu loop body whose fusions wait on
+    one another by control edges numbers its values so). A walk starts at each instruction
+    no other one reads as an operand (control successors do not count)."""
+    index = comp._index
+    out: dict[str, list[str]] = {}
+    read: set[str] = set()
+    for i in comp.instructions:
+        d = [o for o in i.operands if o in index]
+        read.update(d)
+        if i.control_predecessors:
+            d = [p for p in reversed(i.control_predecessors) if p in index] + d
+        out[i.name] = list(dict.fromkeys(d)) if len(d) > 1 else d
+    return out, {i.name for i in comp.instructions if i.name not in read}
+
+
 def post_order_schedule(comp: Computation) -> list[Instruction]:
     """Operands before users, first operand first: XLA's PostOrderMemoryScheduler."""
-    return _depth_first(comp, _deps(comp))
+    index = comp._index
+    return [index[n] for n in post_order_names(comp)]
 
 
 def post_order_names(comp: Computation) -> list[str]:
     """``post_order_schedule``'s order, by instruction name."""
-    return _depth_first_names(comp, _deps(comp))
+    return _depth_first_names(comp, *_post_order_deps(comp))
 
 
 def dfs_schedule(comp: Computation) -> list[Instruction]:
