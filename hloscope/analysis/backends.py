@@ -318,7 +318,10 @@ class Backend:
     count_tuple_tables: bool  # temp tuple index tables are appended to temp
     temps_in_outputs: bool = True  # a temp may live in an output allocation it does not overlap
     table_alignment: int = 0  # where appended tuple tables start (0: the heap's alignment)
-    table_min_size: int = 0  # an appended tuple table takes at least this many bytes
+    # A tuple's index table: this many bytes per element, rounded up to a multiple of
+    # table_granule (0: as the text's shape has it, one 8-byte pointer per element).
+    table_entry_bytes: int = 0
+    table_granule: int = 0
     # XLA's memory schedulers for this backend; the unfused estimate keeps the cheapest order.
     schedulers: tuple[str, ...] = ("list", "dfs", "post-order")
     # XLA's heap tries both orders and keeps the smaller (ChooseBestHeapAlgorithm).
@@ -330,6 +333,14 @@ class Backend:
     # their output into their operand's buffer, as XLA's alias analysis has it; an eager
     # framework's functional update makes a new buffer instead.
     in_place: bool = True
+
+    def value_bytes(self, shape: Shape) -> int:
+        """The bytes buffer assignment gives a value of ``shape``: tile-padded on TPU, a
+        tuple's index table as the backend lays it out."""
+        if shape.is_tuple and self.table_granule:
+            g = self.table_granule
+            return -(-len(shape.tuple_shapes) * self.table_entry_bytes // g) * g
+        return shape.padded_bytes if self.padded_sizes else shape.logical_bytes
 
 
 def never_share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
@@ -358,14 +369,19 @@ BACKENDS: dict[str, Backend] = {
     # over sorted buffers (a ConvNet step's values sit exactly where first-fit puts them),
     # at offsets that are multiples of 16 KiB (4 KiB values 16 KiB apart with nothing
     # between); appended tuple tables start every 16 KiB and take 1 KiB each. With both, 13 of
-    # the 14 tpu-v3 fixtures equal libtpu's temp to the byte (were 0.21-1.0x). On tpu-v4 XLA
-    # reports no temp for the tables (0 for programs whose working set memory-space
-    # assignment moves on chip), so they are not counted there.
+    # the 14 tpu-v3 fixtures equal libtpu's temp to the byte (were 0.21-1.0x). A tuple's
+    # table, output or temp, takes 4 bytes per element in 1 KiB steps (measured on tpu-v3
+    # outputs of 3 to 520 elements: 1 KiB up to 256, 2 KiB at 257 and 300, 3 KiB at 520; the
+    # 8 bytes per element the text implies left every training step's outputs 248 to 992 B
+    # short). On tpu-v4 XLA reports no temp for the tables (0 for programs whose working set
+    # memory-space assignment moves on chip), so they are not counted there; its tables take
+    # 4 bytes per element in 512-byte steps (measured on outputs of 3 to 300 elements: 512 B
+    # up to 128, 1 KiB at 129 and 200, 1.5 KiB at 300).
     "tpu": Backend("tpu", 16384, _path_share(allow_other_users=True), padded_sizes=True,
-                   count_tuple_tables=True, table_alignment=16384, table_min_size=1024,
-                   heap_orders=("first-fit",)),
+                   count_tuple_tables=True, table_alignment=16384, table_entry_bytes=4,
+                   table_granule=1024, heap_orders=("first-fit",)),
     "tpu-v4": Backend("tpu-v4", 512, _path_share(allow_other_users=True), padded_sizes=True,
-                      count_tuple_tables=False),
+                      count_tuple_tables=False, table_entry_bytes=4, table_granule=512),
 }
 
 # A framework without a fusing compiler, running the pre-optimization module op by op: every

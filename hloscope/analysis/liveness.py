@@ -567,7 +567,7 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
                 intern(f"{loc.file}:{loc.line}") if loc and loc.file else ""
         values.append(Value(
             vid, instr.name, comp, index, str(shape), shape.logical_bytes, shape.padded_bytes,
-            shape.padded_bytes if be.padded_sizes else shape.logical_bytes, start, last,
+            be.value_bytes(shape), start, last,
             shape.layout.memory_space if shape.layout else 0, shape.is_tuple,
             md.op_name if md else "", source))
     # Every value is made: what the builder kept per value goes now, before the assignment
@@ -1040,11 +1040,10 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     thread_local = _thread_local_sizes(module, be, roles)
     if be.table_alignment:
         # Measured on libtpu dumps: each table after the heap, smallest first, every
-        # table_alignment bytes.
+        # table_alignment bytes (a table's size is the backend's: Backend.value_bytes).
         top = heap
         for size in sorted(max(v.size for v in g) for g in table_groups):
-            top = -(-top // be.table_alignment) * be.table_alignment + max(size,
-                                                                            be.table_min_size)
+            top = -(-top // be.table_alignment) * be.table_alignment + size
     else:
         top = _combined_temp(slots, table_groups, heap, len(thread_local), be.alignment, post,
                              live_out)
@@ -1308,7 +1307,7 @@ def _thread_local_sizes(module: Module, be: Backend, roles: dict[str, str]) -> l
     reduce's or sort's ``to_apply``, also inside fusions): XLA's thread-local class, counted
     apart from temp (measured: the dumps list exactly these). ``roles``:
     summary.computation_roles(module)."""
-    return [(i.shape.padded_bytes if be.padded_sizes else i.shape.logical_bytes)
+    return [be.value_bytes(i.shape)
             for c in module.computations if roles[c.name] == "applied"
             # constants have allocations of their own; a tuple owns its table here too
             for i in c.instructions if i.opcode not in ("bitcast", "get-tuple-element",
