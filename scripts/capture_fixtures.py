@@ -9,7 +9,7 @@ For each example model and target it writes, under fixtures/<target>/:
                                its BufferAssignmentProto (xla-assignment.pb) and the module's
                                HloModuleProto that names the ids (xla-module.pb); on gpu and tpu
                                the compile's dumped xla-buffer-assignment.txt
-On gpu targets the generated programs of GENERATED (tests/jax_programs.py) are captured too.
+The generated programs of GENERATED (tests/jax_programs.py) are captured for their targets.
 And, for the CPU, an --xla_dump_to directory under fixtures/dumps/ with XLA's buffer assignment,
 memory usage report and live ranges: the ground truth for the memory model.
 
@@ -19,7 +19,7 @@ Usage:
   python scripts/capture_fixtures.py --targets cpu,tpu-v3
   python scripts/capture_fixtures.py --python /path/to/venv/bin/python --targets gpu-h100
   python scripts/capture_fixtures.py --targets cpu,gpu-h100,tpu-v3 --only donated
-  python scripts/capture_fixtures.py --targets gpu-h100 --only generated --no-dump
+  python scripts/capture_fixtures.py --targets gpu-h100,tpu-v3 --only generated --no-dump
 
 Training steps that donate their state (the examples' default ``train_step`` entries, jitted with
 donate_argnums) are written as ``<model>_<entry>_donated``; their ``*_undonated`` twins keep the
@@ -67,29 +67,38 @@ def jax_models() -> dict[str, dict]:
             "bert_stack2": {"train_step": bert_layer.stacked_train_step("base", 2, 1, 128)}}
 
 
-# Generated programs (tests/jax_programs.py) whose gpu assignment once differed from XLA's, kept
-# as gpu fixtures: each taught a rule (docs/memory-model.md).
+# Generated programs (tests/jax_programs.py) whose assignment once differed from XLA's, kept as
+# fixtures of the target they differed on: each taught a rule (docs/memory-model.md).
 GENERATED = {
     # Two loops' 64 KiB state, equal in size and in post order: XLA's buffer ids break the
     # tie (the least id of a value the loop state's instructions define).
-    "generated_sgd_b16_w128_scan_dense_scan": {
+    "generated_sgd_b16_w128_scan_dense_scan": ("gpu", {
         "batch": 16, "width": 128, "layers": ["scan", "dense", "scan"], "mode": "sgd",
-        "donate": False},
+        "donate": False}),
     # A loop body whose fusions wait on one another by control edges: its post order (and so
     # its value ids) visits the last control predecessor first.
-    "generated_adam_b8_w16_scan_relu_dus": {
+    "generated_adam_b8_w16_scan_relu_dus": ("gpu", {
         "batch": 8, "width": 16, "layers": ["scan", "relu", "dus"], "mode": "adam",
-        "donate": False},
+        "donate": False}),
+    # libtpu does not let a fusion's output take over an operand of another shape (f32[16]
+    # read as f32[1,16] through a bitcast), as XLA:GPU does.
+    "generated_grad_b2_w16_softmax_scan_donated": ("tpu-v3", {
+        "batch": 2, "width": 16, "layers": ["softmax", "scan"], "mode": "grad",
+        "donate": True}),
 }
 
 
-def generated_models() -> dict[str, dict]:
+def generated_models(target: str) -> dict[str, dict]:
+    """The GENERATED programs kept for ``target`` (a target, or the start of one's name)."""
+    import jax
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     import jax_programs
     out = {}
-    for stem, d in GENERATED.items():
-        fn, args, _ = jax_programs.build(d)
-        out[stem] = {"": (fn, args)}
+    for stem, (kept_for, d) in GENERATED.items():
+        if not target.startswith(kept_for):
+            continue
+        fn, args, donate = jax_programs.build(d)
+        out[stem] = {"": (jax.jit(fn, donate_argnums=donate) if donate else fn, args)}
     return out
 
 
@@ -115,8 +124,8 @@ def capture_jax(target: str, variant: str = "") -> None:
     the no-fusion calibration models, written as ``*.<variant>.post.hlo``."""
     from hloscope.frontends.jax import lower
     models = jax_models()
-    if target.startswith("gpu") and not variant:
-        models.update(generated_models())
+    if not variant:
+        models.update(generated_models(target))
     for model, entries in models.items():
         for entry, (fn, args) in entries.items():
             if variant and (model, entry) not in NO_FUSION_MODELS:

@@ -132,7 +132,7 @@ def generic_share(module: Module, user: Instruction, operand_index: int, operand
     return True
 
 
-def _path_share(allow_other_users: bool) -> ShareRule:
+def _path_share(allow_other_users: bool, reshaped: bool = True) -> ShareRule:
     def rule(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
              index: tuple[int, ...]) -> bool:
         out = _output_shape(user, index)
@@ -141,7 +141,7 @@ def _path_share(allow_other_users: bool) -> ShareRule:
             return False
         # Inside a fusion, bitcasts on the path may change the shape (measured on gpu: a
         # f32[8,8192] operand reused for a f32[8,16,16,32] result); outside, it may not.
-        if user.opcode != "fusion" and not same_array(out, operand_shape):
+        if (user.opcode != "fusion" or not reshaped) and not same_array(out, operand_shape):
             return False
         plain = _plain_op_rule(user, operand_index)
         if plain is not None:
@@ -368,7 +368,7 @@ BACKENDS: dict[str, Backend] = {
     # an online first-fit allocator in the heap simulator's event order, not XLA's best-fit
     # over sorted buffers (a ConvNet step's values sit exactly where first-fit puts them),
     # at offsets that are multiples of 16 KiB (4 KiB values 16 KiB apart with nothing
-    # between); appended tuple tables start every 16 KiB and take 1 KiB each. With both, 13 of
+    # between); appended tuple tables start every 16 KiB. With both, 13 of
     # the 14 tpu-v3 fixtures equal libtpu's temp to the byte (were 0.21-1.0x). A tuple's
     # table, output or temp, takes 4 bytes per element in 1 KiB steps (measured on tpu-v3
     # outputs of 3 to 520 elements: 1 KiB up to 256, 2 KiB at 257 and 300, 3 KiB at 520; the
@@ -376,10 +376,13 @@ BACKENDS: dict[str, Backend] = {
     # short). On tpu-v4 XLA reports no temp for the tables (0 for programs whose working set
     # memory-space assignment moves on chip), so they are not counted there; its tables take
     # 4 bytes per element in 512-byte steps (measured on outputs of 3 to 300 elements: 512 B
-    # up to 128, 1 KiB at 129 and 200, 1.5 KiB at 300).
-    "tpu": Backend("tpu", 16384, _path_share(allow_other_users=True), padded_sizes=True,
-                   count_tuple_tables=True, table_alignment=16384, table_entry_bytes=4,
-                   table_granule=1024, heap_orders=("first-fit",)),
+    # up to 128, 1 KiB at 129 and 200, 1.5 KiB at 300). A fusion's output takes over an
+    # operand only of the same shape and layout on tpu-v3 (measured on a generated gradient
+    # step, libtpu's own assignment: f32[16] read as f32[1,16] through a bitcast, as XLA:GPU
+    # shares, left a 16 KiB slot to the model that libtpu did not have).
+    "tpu": Backend("tpu", 16384, _path_share(allow_other_users=True, reshaped=False),
+                   padded_sizes=True, count_tuple_tables=True, table_alignment=16384,
+                   table_entry_bytes=4, table_granule=1024, heap_orders=("first-fit",)),
     "tpu-v4": Backend("tpu-v4", 512, _path_share(allow_other_users=True), padded_sizes=True,
                       count_tuple_tables=False, table_entry_bytes=4, table_granule=512),
 }
