@@ -45,6 +45,10 @@ REGRESSIONS: list[dict[str, Any]] = [
     # order).
     {"batch": 4, "width": 16, "layers": ["transpose_dot", "scan", "layernorm"], "mode": "grad",
      "donate": False},
+    # A loop's state read back from the call the loop sits in hands its buffer over at that
+    # read, as within one computation (XLA asks about the use): temp was 896 B against 832 B.
+    {"batch": 2, "width": 8, "layers": ["scan", "layernorm"], "mode": "momentum",
+     "donate": False},
 ]
 
 
@@ -107,22 +111,6 @@ def _shared_pairs(a: Any, allocations: Any) -> list[Any]:
     from dataclasses import replace
     empty = replace(a, buffers=())
     return list(compare_assignment(empty, allocations).xla_only)
-
-
-# Where the model still departs (found by the generated programs), kept so that a fix shows:
-# which of several same-size temporaries XLA parks in an output allocation (here around a
-# while loop the call inliner left behind) is not yet XLA's choice; temp 896 B against 832 B.
-KNOWN_GAPS: list[dict[str, Any]] = [
-    {"batch": 2, "width": 8, "layers": ["scan", "layernorm"], "mode": "momentum",
-     "donate": False},
-]
-
-
-@needs_jax
-@pytest.mark.parametrize("d", KNOWN_GAPS, ids=jax_programs.describe)
-@pytest.mark.xfail(strict=True, reason="known gap: temporaries parked in output allocations")
-def test_known_gaps_still_differ(d: dict[str, Any]) -> None:
-    _check(d, values=False)
 
 
 # CI runs a fixed sample (derandomize: the same programs every run, so a red build is a

@@ -21,7 +21,8 @@ from hloscope.hlo.shape import Shape
 ELEMENTWISE_OPCODES = frozenset({
     "abs", "add", "and", "atan2", "cbrt", "ceil", "clamp", "count-leading-zeros", "compare",
     "complex", "convert", "copy", "cosine", "divide", "erf", "exponential",
-    "exponential-minus-one", "floor", "imag", "is-finite", "log", "log-plus-one", "logistic", "maximum", "minimum", "multiply", "negate",
+    "exponential-minus-one", "floor", "imag", "is-finite", "log", "log-plus-one", "logistic",
+    "maximum", "minimum", "multiply", "negate",
     "not", "or", "popcnt", "power", "real", "reduce-precision", "remainder", "round-nearest-afz",
     "round-nearest-even", "rsqrt", "select", "shift-left", "shift-right-arithmetic",
     "shift-right-logical", "sign", "sine", "sqrt", "subtract", "tan", "tanh", "xor",
@@ -132,7 +133,16 @@ def generic_share(module: Module, user: Instruction, operand_index: int, operand
     return True
 
 
-def _path_share(allow_other_users: bool, reshaped: bool = True) -> ShareRule:
+def _same_tiles(a: Shape, b: Shape) -> bool:
+    """The same tiling and padded size: on TPU, a reshape that keeps the bytes where they are
+    (f32[128,768] read as f32[1,128,768], both T(8,128)), unlike one that retiles them
+    (f32[16] T(256) read as f32[1,16] T(2,128))."""
+    tiles = (a.layout.tiles if a.layout else None, b.layout.tiles if b.layout else None)
+    return tiles[0] == tiles[1] and a.padded_bytes == b.padded_bytes
+
+
+def _path_share(allow_other_users: bool,
+                reshaped: Callable[[Shape, Shape], bool] = lambda a, b: True) -> ShareRule:
     def rule(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
              index: tuple[int, ...]) -> bool:
         out = _output_shape(user, index)
@@ -141,7 +151,8 @@ def _path_share(allow_other_users: bool, reshaped: bool = True) -> ShareRule:
             return False
         # Inside a fusion, bitcasts on the path may change the shape (measured on gpu: a
         # f32[8,8192] operand reused for a f32[8,16,16,32] result); outside, it may not.
-        if (user.opcode != "fusion" or not reshaped) and not same_array(out, operand_shape):
+        if not same_array(out, operand_shape) and (user.opcode != "fusion" or
+                                                     not reshaped(out, operand_shape)):
             return False
         plain = _plain_op_rule(user, operand_index)
         if plain is not None:
@@ -376,11 +387,12 @@ BACKENDS: dict[str, Backend] = {
     # short). On tpu-v4 XLA reports no temp for the tables (0 for programs whose working set
     # memory-space assignment moves on chip), so they are not counted there; its tables take
     # 4 bytes per element in 512-byte steps (measured on outputs of 3 to 300 elements: 512 B
-    # up to 128, 1 KiB at 129 and 200, 1.5 KiB at 300). A fusion's output takes over an
-    # operand only of the same shape and layout on tpu-v3 (measured on a generated gradient
-    # step, libtpu's own assignment: f32[16] read as f32[1,16] through a bitcast, as XLA:GPU
-    # shares, left a 16 KiB slot to the model that libtpu did not have).
-    "tpu": Backend("tpu", 16384, _path_share(allow_other_users=True, reshaped=False),
+    # up to 128, 1 KiB at 129 and 200, 1.5 KiB at 300). A fusion's output of another shape
+    # than the operand takes it over on tpu-v3 only where the tiling is the same (libtpu's
+    # own assignments: the two-layer BERT step's f32[128,768] read as f32[1,128,768], both
+    # T(8,128), is taken over; a generated gradient step's f32[16] T(256) read as f32[1,16]
+    # T(2,128) is not, where the gpu rule left a 16 KiB slot libtpu did not have).
+    "tpu": Backend("tpu", 16384, _path_share(allow_other_users=True, reshaped=_same_tiles),
                    padded_sizes=True, count_tuple_tables=True, table_alignment=16384,
                    table_entry_bytes=4, table_granule=1024, heap_orders=("first-fit",)),
     "tpu-v4": Backend("tpu-v4", 512, _path_share(allow_other_users=True), padded_sizes=True,

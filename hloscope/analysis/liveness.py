@@ -847,9 +847,11 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
 
     def handoff(earlier: Value, later: Value) -> bool:
         """May ``later`` take over ``earlier``'s buffer at the instruction where it dies? The
-        operand may name the value through a view (XLA's LiveRangeStrictlyBefore)."""
-        if earlier.computation != later.computation:
-            return False
+        operand may name the value through a view (XLA's LiveRangeStrictlyBefore), and the
+        value may come from another computation: XLA asks about the use, an operand of
+        ``later``'s instruction (measured on cpu: a loop's state read back from the call the
+        loop sits in, which hloscope once held apart, put another value in that output
+        allocation and 64 B more in temp)."""
         instr = instr_at[(later.computation, later.instruction)]
         if instr.opcode == "copy":
             # A copy never takes over its operand's buffer (BufferAssigner's
