@@ -838,6 +838,9 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         instructions define, so the least id is a defined value's (measured on the gpu dump
         of two loops' 64 KiB state, equal in size and post order: the group of the lower
         defined id took the output that reads its loop's result)."""
+        if len(members) == 1:  # most groups
+            v = members[0]
+            return (1 if _is_phi(module, instr_at, v) else 0, value_key(v))
         defined = [value_key(v) for v in members if not _is_phi(module, instr_at, v)]
         return (0, min(defined)) if defined else (1, min(value_key(v) for v in members))
 

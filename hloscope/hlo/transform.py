@@ -420,10 +420,10 @@ def _depth_first_names(comp: Computation, deps: dict[str, list[str]],
 def _post_order_deps(comp: Computation) -> tuple[dict[str, list[str]], set[str]]:
     """The order XLA's MakeInstructionPostOrder walks each instruction's inputs in, and where
     its walks start. Its stack takes the operands last to first, then the control
-    predecessors first to last, so it visits the last control predecessor first, then back
-    to the first, then the operands in order (measured: a gpu loop body whose fusions wait on
-    one another by control edges numbers its values so). A walk starts at each instruction
-    no other one reads as an operand (control successors do not count)."""
+    predecessors first to last, so it visits the control predecessors last to first, then
+    the operands first to last (measured: a gpu loop body whose fusions wait on one another
+    by control edges numbers its values so). A walk starts at each instruction no other one
+    reads as an operand (control successors do not count)."""
     index = comp._index
     out: dict[str, list[str]] = {}
     read: set[str] = set()
