@@ -1288,10 +1288,11 @@ def _post_order_positions(module: Module, roles: dict[str, str]
     steps = [n for n in order if roles.get(n) not in ("fused", "applied")]
     places = {n: {name: k for k, name in enumerate(post_order_names(module.computation(n)))}
               for n in steps}
-    # XLA prints a module's computations in its own computation post order, the one its
-    # values are numbered in; where the text's order is a post order (each callee before its
-    # callers), it is that order (measured on a gpu dump of four loops: the loops' bodies
-    # and conditions in the text's order, not this walk's).
+    # XLA numbers values in its own computation post order, which follows how its passes
+    # added computations; the text's order (where it is a post order: each callee before its
+    # callers) is mostly that order, this walk's less often (measured on 80 generated gpu
+    # programs: 78 and 73 agree value by value; a dump of four loops numbered them as
+    # printed).
     written = [c.name for c in module.computations if c.name in places]
     rank = {n: k for k, n in enumerate(written)}
     numbered = written if all(rank.get(c, -1) < rank[n] for n in written
