@@ -50,10 +50,8 @@ def main() -> int:
         ap.error(f"{a.target}: memory-space assignment (tpu-v4 and later) is not modelled; "
                  "choose cpu, a gpu target or tpu-v2/tpu-v3")
     device = None
-    if a.target.startswith("gpu"):
-        os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
-        os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
     if target.platform != "cpu":
+        # devices_for sets a gpu target's environment itself, before JAX is imported
         from hloscope.frontends.jax import devices_for
         device = devices_for(target, 1)[0]
     else:

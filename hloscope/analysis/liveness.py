@@ -1035,8 +1035,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # XLA's value ids, the heap's last tie-break (GlobalDecreasingSizeBestFitHeap sorts by
     # the buffer's id): a post order, not the schedule (measured: with schedule order two
     # equal gpu buffers traded places and the heap grew by 4.5%).
-    xla_id = {v.id: (xla_pos.get(v.computation, v.instruction, len(xla_pos)), v.index, v.id)
-              for s in heap_slots for v in s.members}
+    xla_id = {v.id: value_key(v) for s in heap_slots for v in s.members}
     keys = _heap_keys(heap_slots, group_of, xla_id) if be.temps_in_outputs else {}
     placement = pack([Interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),
                                *keys.get(s.id, ((), ())))

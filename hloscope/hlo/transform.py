@@ -335,15 +335,19 @@ def unfuse(module: Module, undo: tuple[str, ...] = ()) -> Unfused:
 Scheduler = Callable[[Computation], list[Instruction]]
 
 
-def _deps(comp: Computation) -> dict[str, list[str]]:
+def _deps(comp: Computation, controls_first: bool = False) -> dict[str, list[str]]:
     """Each instruction's distinct operands, then its control predecessors, in this
-    computation."""
+    computation; ``controls_first``: the control predecessors last to first, then the
+    operands (the order XLA's MakeInstructionPostOrder visits them in: its stack takes the
+    operands last to first, then the control predecessors first to last; measured, a gpu loop
+    body whose fusions wait on one another by control edges numbers its values so)."""
     index = comp._index  # `o in comp`, without a method call per operand
     out: dict[str, list[str]] = {}
     for i in comp.instructions:
         d = [o for o in i.operands if o in index]
         if i.control_predecessors:
-            d += [p for p in i.control_predecessors if p in index]
+            controls = [p for p in i.control_predecessors if p in index]
+            d = controls[::-1] + d if controls_first else d + controls
         out[i.name] = list(dict.fromkeys(d)) if len(d) > 1 else d
     return out
 
@@ -370,12 +374,14 @@ def bfs_schedule(comp: Computation) -> list[Instruction]:
     return [index[n] for n in order]
 
 
-def _depth_first(comp: Computation, deps: dict[str, list[str]]) -> list[Instruction]:
-    """XLA's MakeInstructionPostOrder: from each instruction no one uses (in text order), a
-    depth-first walk that emits every operand, in ``deps`` order, before its user; what those
-    walks miss (nothing, in a well-formed computation) follows in text order."""
+def _depth_first(comp: Computation, deps: dict[str, list[str]],
+                 roots: Optional[set[str]] = None) -> list[Instruction]:
+    """XLA's MakeInstructionPostOrder: from each instruction no one uses (in text order;
+    ``roots``, when given), a depth-first walk that emits every operand, in ``deps`` order,
+    before its user; what those walks miss (nothing, in a well-formed computation) follows in
+    text order."""
     index = comp._index
-    return [index[n] for n in _depth_first_names(comp, deps)]
+    return [index[n] for n in _depth_first_names(comp, deps, roots)]
 
 
 def _depth_first_names(comp: Computation, deps: dict[str, list[str]],
@@ -417,34 +423,21 @@ def _depth_first_names(comp: Computation, deps: dict[str, list[str]],
     return order
 
 
-def _post_order_deps(comp: Computation) -> tuple[dict[str, list[str]], set[str]]:
-    """The order XLA's MakeInstructionPostOrder walks each instruction's inputs in, and where
-    its walks start. Its stack takes the operands last to first, then the control
-    predecessors first to last, so it visits the control predecessors last to first, then
-    the operands first to last (measured: a gpu loop body whose fusions wait on one another
-    by control edges numbers its values so). A walk starts at each instruction no other one
-    reads as an operand (control successors do not count)."""
-    index = comp._index
-    out: dict[str, list[str]] = {}
-    read: set[str] = set()
-    for i in comp.instructions:
-        d = [o for o in i.operands if o in index]
-        read.update(d)
-        if i.control_predecessors:
-            d = [p for p in reversed(i.control_predecessors) if p in index] + d
-        out[i.name] = list(dict.fromkeys(d)) if len(d) > 1 else d
-    return out, {i.name for i in comp.instructions if i.name not in read}
+def _operand_roots(comp: Computation) -> set[str]:
+    """Where MakeInstructionPostOrder's walks start: the instructions no other one reads as
+    an operand (control successors do not count)."""
+    read = {o for i in comp.instructions for o in i.operands}
+    return {i.name for i in comp.instructions if i.name not in read}
 
 
 def post_order_schedule(comp: Computation) -> list[Instruction]:
     """Operands before users, first operand first: XLA's PostOrderMemoryScheduler."""
-    index = comp._index
-    return [index[n] for n in post_order_names(comp)]
+    return _depth_first(comp, _deps(comp, controls_first=True), _operand_roots(comp))
 
 
 def post_order_names(comp: Computation) -> list[str]:
     """``post_order_schedule``'s order, by instruction name."""
-    return _depth_first_names(comp, *_post_order_deps(comp))
+    return _depth_first_names(comp, _deps(comp, controls_first=True), _operand_roots(comp))
 
 
 def dfs_schedule(comp: Computation) -> list[Instruction]:
