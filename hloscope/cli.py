@@ -1038,5 +1038,33 @@ def run(argv: Optional[list[str]] = None) -> int:
     return 0
 
 
+def console() -> NoReturn:
+    """The ``hloscope`` command (the console script, ``python -m hloscope.cli``): ``main`` in
+    a process that ends with its command. Its passes freeze what they build (gcpause:
+    short-lived), and once the output is written it leaves with ``os._exit``: the module, the
+    report and the traced model go with the process instead of being freed object by object,
+    and JAX's own clean-up at exit is skipped (0.2-0.4 s on the 32-layer llama step: the
+    user's prompt comes back that much sooner). Every file the command writes is closed by
+    then; an error that is not the command's own (a bug) still ends as Python ends, with its
+    traceback."""
+    from hloscope.hlo.gcpause import short_lived
+    short_lived()
+    code = 0
+    try:
+        main()  # click's standalone mode: it ends by raising SystemExit
+    except SystemExit as e:
+        if isinstance(e.code, int):
+            code = e.code
+        elif e.code is not None:
+            click.echo(e.code, err=True)  # sys.exit("message"), as Python would print it
+            code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`| head`): nothing more to say
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    main()
+    console()

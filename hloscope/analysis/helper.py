@@ -198,4 +198,6 @@ def _serve() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_serve())
+    # Written and flushed: leave without freeing the module object by object (the caller
+    # reads until this process closes its output, so its clean-up would be waited for).
+    os._exit(_serve())
