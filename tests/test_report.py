@@ -398,3 +398,26 @@ def test_fusion_table_scope_cells_stay_short_on_tensorflow_names() -> None:
     header = next(line for line in out.splitlines() if line.lstrip().startswith("fusion "))
     start, end = header.index("scopes"), header.index("source")
     assert end - start <= 2 * NAME_LIMIT + len(", ") + len(" +99") + 2
+
+
+def test_json_lays_the_structure_over_lines_and_each_row_on_one() -> None:
+    """--json: the report's structure indented, each item of a table (an array of objects) on
+    a line of its own, a row (an object of plain values, or one four levels down that holds no
+    table) on one line; the text reads back as the same data."""
+    import json
+    from hloscope.present.json import render
+    report = {"schema": "x", "targets": [{
+        "target": "cpu",
+        "memory": {"fused": {"temp": 1, "steps": [1, 2]}},
+        "fusions": [{"name": "f", "scopes": ["a", "b"]}, {"name": "g", "scopes": []}],
+        "xla": {"allocations": [{"index": 0, "values": [{"id": 1}, {"id": 2}]}]}}]}
+    text = render(report)
+    assert json.loads(text) == report
+    lines = text.splitlines()
+    assert lines[:3] == ["{", '  "schema": "x",', '  "targets": [']
+    assert '        "fused": {"temp": 1, "steps": [1, 2]}' in lines
+    assert ['        {"name": "f", "scopes": ["a", "b"]},', '        {"name": "g", "scopes": []}'] \
+        == lines[lines.index('      "fusions": [') + 1:lines.index('      "fusions": [') + 3]
+    # an allocation holds a table of its values: over lines, each value a row
+    assert '              {"id": 1},' in lines and '              {"id": 2}' in lines
+    assert text.endswith("}\n")
