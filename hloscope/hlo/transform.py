@@ -280,17 +280,23 @@ class _Expander:
         if not candidates:
             return instrs
         comp = Computation(comp_name, tuple(instrs))
-        deps = _deps(comp)
-        users: dict[str, list[str]] = {}
+        # The readers of the buffers written in place only, and the dependencies once one of
+        # them has another reader (most do not: no walk over the whole computation).
+        users: dict[str, list[str]] = {op.operands[0]: [] for op in candidates}
         for i in instrs:
-            for o in dict.fromkeys(i.operands):
-                users.setdefault(o, []).append(i.name)
+            if not users.keys().isdisjoint(i.operands):
+                for o in dict.fromkeys(i.operands):
+                    if o in users:
+                        users[o].append(i.name)
+        deps: Optional[dict[str, list[str]]] = None
         copies: dict[str, Instruction] = {}  # in-place op → the copy it writes instead
         for op in candidates:
             target = op.operands[0]
-            others = [u for u in users.get(target, ()) if u != op.name]
+            others = [u for u in users[target] if u != op.name]
             if not others or target not in comp:
                 continue
+            if deps is None:
+                deps = _deps(comp)
             ancestors = _ancestors(op.name, deps)
             if all(u in ancestors for u in others):
                 continue  # every other reader runs before it: it may write in place
