@@ -15,7 +15,7 @@
    a process that only lowers and compiles the step with JAX.
 2. A synthetic chain whose long-lived buffers double from run to run (a forward chain whose
    every value the backward chain reads again, in reverse): parse and fused liveness per
-   doubling (linear: 2x).
+   doubling (linear: 2x), each the least of ``--repeat`` runs too.
 
   python benchmarks/scale.py [--model llama] [--layers 8,32] [--seq 2048] [--chain 2000]
                              [--doublings 3] [--pairs 5] [--repeat 3]"""
@@ -221,18 +221,18 @@ def chain_text(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def chain(start: int, doublings: int) -> None:
+def chain(start: int, doublings: int, repeat: int) -> None:
     from hloscope.analysis.liveness import analyze
     from hloscope.hlo.parser import parse
-    print("\nsynthetic chain (long-lived buffers doubling):")
+    print(f"\nsynthetic chain (long-lived buffers doubling; the least of {repeat} runs each):")
     print(f"  {'long-lived':>10}  {'parse (s)':>9}  {'growth':>6}  {'liveness (s)':>12}  "
           f"{'growth':>6}")
     prev = None
     n = start
     for _ in range(doublings + 1):
         text = chain_text(n)
-        module, parse_s = timed(parse, text)
-        _, live_s = timed(analyze, module, "cpu")
+        module, parse_s = timed(parse, text, repeat=repeat)
+        _, live_s = timed(analyze, module, "cpu", repeat=repeat)
         g = (f"{parse_s / prev[0]:.2f}x", f"{live_s / prev[1]:.2f}x") if prev else ("-", "-")
         print(f"  {n:>10,}  {parse_s:>9.2f}  {g[0]:>6}  {live_s:>12.2f}  {g[1]:>6}")
         prev = (parse_s, live_s)
@@ -255,7 +255,7 @@ def main() -> int:
     for name in (x for x in a.model.split(",") if x):
         for layers in (int(x) for x in a.layers.split(",") if x):
             step(name, layers, a.seq, a.pairs, a.repeat)
-    chain(a.chain, a.doublings)
+    chain(a.chain, a.doublings, a.repeat)
     return 0
 
 
