@@ -246,11 +246,6 @@ class Computation:
     # parser holds the root's shape to it; the verifier does here.
     declared_result: Optional[Shape] = field(default=None, compare=False, repr=False)
     _index: dict[str, Instruction] = field(default_factory=dict, compare=False, repr=False)
-    # Each instruction's dependencies, as hlo.transform's schedulers and post orders read them,
-    # kept once made (key: whether control predecessors come first); a new computation of the
-    # same instructions in another order (transform.reschedule) starts with its source's.
-    _deps: dict[bool, dict[str, list[str]]] = field(default_factory=dict, init=False,
-                                                    compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", {i.name: i for i in self.instructions})

@@ -347,22 +347,14 @@ def _deps(comp: Computation, controls_first: bool = False) -> dict[str, list[str
     operands (the order XLA's MakeInstructionPostOrder visits them in: its stack takes the
     operands last to first, then the control predecessors first to last; measured, a gpu loop
     body whose fusions wait on one another by control edges numbers its values so)."""
-    made = comp._deps.get(controls_first)
-    if made is not None:
-        return made  # (the lists are read, never changed)
     index = comp._index  # `o in comp`, without a method call per operand
     out: dict[str, list[str]] = {}
-    controlled = False
     for i in comp.instructions:
         d = [o for o in i.operands if o in index]
         if i.control_predecessors:
-            controlled = True
             controls = [p for p in i.control_predecessors if p in index]
             d = controls[::-1] + d if controls_first else d + controls
         out[i.name] = list(dict.fromkeys(d)) if len(d) > 1 else d
-    comp._deps[controls_first] = out
-    if not controlled:  # no control edges: both orders are the same lists
-        comp._deps[not controls_first] = out
     return out
 
 
@@ -370,13 +362,12 @@ def bfs_schedule(comp: Computation) -> list[Instruction]:
     """Breadth-first from the parameters (Kahn's algorithm with a FIFO queue, ties in text
     order): XLA's BFSMemoryScheduler, which XLA:CPU uses."""
     deps = _deps(comp)
-    names = [i.name for i in comp.instructions]  # text order (deps may come in another)
-    users: dict[str, list[str]] = {n: [] for n in names}
-    missing = {n: len(deps[n]) for n in names}
-    for n in names:
-        for o in deps[n]:
+    users: dict[str, list[str]] = {n: [] for n in deps}
+    missing = {n: len(d) for n, d in deps.items()}
+    for n, d in deps.items():
+        for o in d:
             users[o].append(n)
-    queue = deque(n for n in names if missing[n] == 0)
+    queue = deque(i.name for i in comp.instructions if missing[i.name] == 0)
     order: list[str] = []
     while queue:
         n = queue.popleft()
@@ -508,14 +499,6 @@ def reschedule(module: Module, scheduler: Scheduler,
                computations: Optional[Iterable[str]] = None) -> Module:
     """The module with each computation (or those named) in the scheduler's order."""
     names = set(computations) if computations is not None else None
-    comps = tuple(_scheduled(c, scheduler)
+    comps = tuple(Computation(c.name, tuple(scheduler(c)), c.is_entry, c.execution_thread)
                   if names is None or c.name in names else c for c in module.computations)
     return dataclasses.replace(module, computations=comps)
-
-
-def _scheduled(comp: Computation, scheduler: Scheduler) -> Computation:
-    """``comp`` in the scheduler's order; the same instructions, so the same dependencies
-    (the post order of the scheduled computation reads them again)."""
-    out = Computation(comp.name, tuple(scheduler(comp)), comp.is_entry, comp.execution_thread)
-    out._deps.update(comp._deps)
-    return out
