@@ -185,6 +185,55 @@ def _path_share(allow_other_users: bool,
     return rule
 
 
+def _stated_aliasing(user: Instruction) -> Optional[set[tuple[int, int]]]:
+    """The (operand, output) pairs a TPU fusion's backend_config says may share a buffer
+    (``"aliasing_operands":{"lists":[{"indices":["1","2"]}]}``: the operands numbered first,
+    then the output's leaves, so a fusion of two operands and one output lets operand 1 take
+    over with ``["1","2"]``), as output leaf numbers; None where it says nothing (no such
+    field, or operands that are not all arrays, which the numbering does not cover)."""
+    config = user.backend_config
+    if not isinstance(config, dict):
+        return None
+    stated = config.get("aliasing_operands")
+    if not isinstance(stated, dict) or not isinstance(stated.get("lists"), list):
+        return None
+    if user.opcode != "fusion" or not user.called_computations:
+        return None
+    pairs: set[tuple[int, int]] = set()
+    for entry in stated["lists"]:
+        indices = entry.get("indices") if isinstance(entry, dict) else None
+        if not isinstance(indices, list) or len(indices) != 2:
+            return None
+        try:
+            a, b = int(indices[0]), int(indices[1])
+        except (TypeError, ValueError):
+            return None
+        pairs.add((a, b))
+    return pairs
+
+
+def _stated_or(rule: ShareRule) -> ShareRule:
+    """libtpu's own word first: a fusion whose backend_config states which operands may
+    share its output's buffer (``_stated_aliasing``) shares those, and ``rule`` decides the
+    rest (measured on libtpu's assignments of generated steps: a loop fusion whose parameter
+    reaches the root along two paths, one through a retiling bitcast, takes over the operand
+    it names, where the path rule left a 16 KiB slot libtpu did not have)."""
+    def share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
+              index: tuple[int, ...]) -> bool:
+        pairs = _stated_aliasing(user)
+        if pairs:
+            out = _output_shape(user, index)
+            leaves = user.shape.tuple_shapes if user.shape.is_tuple else (user.shape,)
+            if out is not None and out.is_array and len(index) <= 1 and \
+                    out.element_type == operand_shape.element_type and \
+                    out.padded_bytes == operand_shape.padded_bytes and \
+                    (operand_index, len(user.operands) + (index[0] if index else 0)) in pairs \
+                    and all(not leaf.is_tuple for leaf in leaves):
+                return True
+        return rule(module, user, operand_index, operand_shape, index)
+    return share
+
+
 def _elementwise_on(hlo: Instruction, operand_number: int) -> bool:
     """XLA's HloInstruction::IsElementwiseOnOperand for the ops of a fused computation."""
     if hlo.opcode == "dynamic-update-slice":
@@ -391,8 +440,11 @@ BACKENDS: dict[str, Backend] = {
     # than the operand takes it over on tpu-v3 only where the tiling is the same (libtpu's
     # own assignments: the two-layer BERT step's f32[128,768] read as f32[1,128,768], both
     # T(8,128), is taken over; a generated gradient step's f32[16] T(256) read as f32[1,16]
-    # T(2,128) is not, where the gpu rule left a 16 KiB slot libtpu did not have).
-    "tpu": Backend("tpu", 16384, _path_share(allow_other_users=True, reshaped=_same_tiles),
+    # T(2,128) is not, where the gpu rule left a 16 KiB slot libtpu did not have). Before that
+    # rule, the pairs a fusion's backend_config states (aliasing_operands: the two-layer BERT
+    # dump 0.984 -> exact).
+    "tpu": Backend("tpu", 16384,
+                   _stated_or(_path_share(allow_other_users=True, reshaped=_same_tiles)),
                    padded_sizes=True, count_tuple_tables=True, table_alignment=16384,
                    table_entry_bytes=4, table_granule=1024, heap_orders=("first-fit",)),
     "tpu-v4": Backend("tpu-v4", 512, _path_share(allow_other_users=True), padded_sizes=True,
