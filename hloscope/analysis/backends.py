@@ -189,8 +189,8 @@ def _stated_aliasing(user: Instruction) -> Optional[set[tuple[int, int]]]:
     """The (operand, output) pairs a TPU fusion's backend_config says may share a buffer
     (``"aliasing_operands":{"lists":[{"indices":["1","2"]}]}``: the operands numbered first,
     then the output's leaves, so a fusion of two operands and one output lets operand 1 take
-    over with ``["1","2"]``), as output leaf numbers; None where it says nothing (no such
-    field, or operands that are not all arrays, which the numbering does not cover)."""
+    over with ``["1","2"]``); None where it says nothing (not a fusion, no such field, or
+    an entry of another form). ``_stated_or`` reads them for array outputs only."""
     config = user.backend_config
     if not isinstance(config, dict):
         return None
