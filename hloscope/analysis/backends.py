@@ -190,7 +190,7 @@ def _stated_aliasing(user: Instruction) -> Optional[set[tuple[int, int]]]:
     (``"aliasing_operands":{"lists":[{"indices":["1","2"]}]}``: the operands numbered first,
     then the output's leaves, so a fusion of two operands and one output lets operand 1 take
     over with ``["1","2"]``); None where it says nothing (not a fusion, no such field, or
-    an entry of another form). ``_stated_or`` reads them for array outputs only."""
+    an entry of another form). ``stated_share`` reads them for array outputs only."""
     config = user.backend_config
     if not isinstance(config, dict):
         return None
@@ -212,26 +212,23 @@ def _stated_aliasing(user: Instruction) -> Optional[set[tuple[int, int]]]:
     return pairs
 
 
-def _stated_or(rule: ShareRule) -> ShareRule:
-    """libtpu's own word first: a fusion whose backend_config states which operands may
-    share its output's buffer (``_stated_aliasing``) shares those, and ``rule`` decides the
-    rest (measured on libtpu's assignments of generated steps: a loop fusion whose parameter
+def stated_share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
+                 index: tuple[int, ...]) -> bool:
+    """libtpu's own word: a fusion whose backend_config states that this operand may share
+    this array output's buffer (``_stated_aliasing``), at the same type and padded size
+    (measured on libtpu's assignments of generated steps: a loop fusion whose parameter
     reaches the root along two paths, one through a retiling bitcast, takes over the operand
     it names, where the path rule left a 16 KiB slot libtpu did not have)."""
-    def share(module: Module, user: Instruction, operand_index: int, operand_shape: Shape,
-              index: tuple[int, ...]) -> bool:
-        pairs = _stated_aliasing(user)
-        if pairs:
-            out = _output_shape(user, index)
-            leaves = user.shape.tuple_shapes if user.shape.is_tuple else (user.shape,)
-            if out is not None and out.is_array and len(index) <= 1 and \
-                    out.element_type == operand_shape.element_type and \
-                    out.padded_bytes == operand_shape.padded_bytes and \
-                    (operand_index, len(user.operands) + (index[0] if index else 0)) in pairs \
-                    and all(not leaf.is_tuple for leaf in leaves):
-                return True
-        return rule(module, user, operand_index, operand_shape, index)
-    return share
+    pairs = _stated_aliasing(user)
+    if not pairs or len(index) > 1:
+        return False
+    out = _output_shape(user, index)
+    leaves = user.shape.tuple_shapes if user.shape.is_tuple else (user.shape,)
+    return out is not None and out.is_array and \
+        out.element_type == operand_shape.element_type and \
+        out.padded_bytes == operand_shape.padded_bytes and \
+        all(not leaf.is_tuple for leaf in leaves) and \
+        (operand_index, len(user.operands) + (index[0] if index else 0)) in pairs
 
 
 def _elementwise_on(hlo: Instruction, operand_number: int) -> bool:
@@ -444,7 +441,8 @@ BACKENDS: dict[str, Backend] = {
     # rule, the pairs a fusion's backend_config states (aliasing_operands: the two-layer BERT
     # dump 0.984 -> exact).
     "tpu": Backend("tpu", 16384,
-                   _stated_or(_path_share(allow_other_users=True, reshaped=_same_tiles)),
+                   _either(stated_share,
+                           _path_share(allow_other_users=True, reshaped=_same_tiles)),
                    padded_sizes=True, count_tuple_tables=True, table_alignment=16384,
                    table_entry_bytes=4, table_granule=1024, heap_orders=("first-fit",)),
     "tpu-v4": Backend("tpu-v4", 512, _path_share(allow_other_users=True), padded_sizes=True,
