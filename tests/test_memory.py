@@ -219,18 +219,22 @@ def test_online_allocator_places_exactly_like_the_timeline_heap(specs, alignment
 @given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 120)),
                                    min_size=1, max_size=3),
                           st.integers(0, 5000)), min_size=1, max_size=80),
-       st.sampled_from([1, 64, 256]), st.booleans())
-def test_the_time_tree_places_exactly_like_the_timeline_heap(specs, alignment, spatial) -> None:
+       st.sampled_from([1, 64, 256]), st.booleans(), st.sampled_from([1, 1 << 31, 1 << 50]))
+def test_the_time_tree_places_exactly_like_the_timeline_heap(specs, alignment, spatial,
+                                                            scale) -> None:
     """The segment tree of merged busy intervals (heap._TimeTree) gives the offsets of the
     bucketed chunk list it replaced (heap._Timeline, kept as the oracle), buffers of several
-    ranges (colocated values) and empty ones included, in either of XLA's orders."""
+    ranges (colocated values) and empty ones included, in either of XLA's orders; offsets past
+    2**30 (kept as floats in the tree) and heaps past 2**53 (kept as ints) alike."""
     from hloscope.analysis.heap import Interval, _place, _place_tree
-    intervals = [Interval(i, size, tuple((s, s + n) for s, n in ranges))
+    intervals = [Interval(i, size * scale + (size & 7), tuple((s, s + n) for s, n in ranges))
                  for i, (ranges, size) in enumerate(specs)]
     key = (lambda iv: (-iv.size, -(iv.end - iv.start), iv.id)) if spatial else \
         (lambda iv: (iv.start - iv.end, -iv.size, iv.id))
     order = sorted(intervals, key=key)
-    assert _place_tree(order, alignment) == _place(order, alignment)
+    offsets, heap = _place_tree(order, alignment)
+    assert (offsets, heap) == _place(order, alignment)
+    assert all(type(n) is int for n in (heap, *offsets.values()))  # 1.0 == 1 would hide one
 
 
 @settings(max_examples=300, deadline=None)
