@@ -266,6 +266,23 @@ class _TimeTree:
                 node >>= 1
 
 
+def _spans(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Inclusive integer ranges, those that overlap or touch joined, in order: the same
+    integers."""
+    if len(ranges) == 1:  # most buffers
+        return tuple(ranges)
+    ranges.sort()
+    out = [ranges[0]]
+    for s, e in ranges[1:]:
+        last_s, last_e = out[-1]
+        if s <= last_e + 1:
+            if e > last_e:
+                out[-1] = (last_s, e)
+        else:
+            out.append((s, e))
+    return tuple(out)
+
+
 def _place_tree(intervals: list[Interval], alignment: int,
                 give_up: int = _NEVER) -> tuple[dict[int, int], int]:
     """``_place`` with the chunks in a ``_TimeTree``: the same offsets (a test compares).
@@ -273,11 +290,13 @@ def _place_tree(intervals: list[Interval], alignment: int,
     range [s, e] becomes [rank of s, rank of the last start at or before e], and two ranges
     meet exactly where their ranks do (each start is at or before the other's end in either
     clock), so the tree is as tall as the buffers ask, not the schedule (the unfused llama
-    step: 2,048 leaves for 19,563 steps)."""
+    step: 2,048 leaves for 19,563 steps). A buffer's ranges that overlap or touch in ranks
+    are one: the same ranks, busy once (``_spans``; a colocated chain of values, one range
+    each, is queried and stored as one range, not one per value)."""
     starts = sorted({s for iv in intervals for s, _ in iv.ranges})
     rank = {s: k for k, s in enumerate(starts)}
-    ranked = [Interval(iv.id, iv.size,
-                       tuple((rank[s], bisect.bisect_right(starts, e) - 1) for s, e in iv.ranges))
+    ranked = [Interval(iv.id, iv.size, _spans([(rank[s], bisect.bisect_right(starts, e) - 1)
+                                               for s, e in iv.ranges]))
               for iv in intervals]
     tree = _TimeTree(len(starts))
     busy = tree.busy
