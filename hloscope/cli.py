@@ -200,12 +200,15 @@ def memory(file: str, pre_file: Optional[str], backend: Optional[str], as_json: 
     constants, temp peak and packed temp (XLA's temp_size_in_bytes), the intermediates fusion
     eliminated, and the largest buffers live at the peak."""
     from hloscope.analysis import helper
-    from hloscope.analysis.memory import memory_report
+    from hloscope.analysis.memory import memory_report, nothing_to_expand
     # On a large module the unfused estimate goes to a fork of this process as soon as the
     # module is parsed; here the module is verified and its fused figures computed meanwhile.
+    # A module without fusions is its own unfused program: nothing to fork for.
     aid: list[helper.ForkedUnfused] = []
 
     def fork(module: Module, size: int) -> None:
+        if nothing_to_expand(module):
+            return
         child = helper.fork_unfused(module, backend, size)
         if child is not None:
             aid.append(child)

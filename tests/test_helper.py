@@ -225,10 +225,32 @@ def test_the_memory_command_stops_its_fork_when_the_module_fails_to_verify(
     from hloscope import cli
     pids = _forks_of_any_module(monkeypatch)
     bad = tmp_path / "bad.hlo"
-    bad.write_text("HloModule m\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n"
-                   "  ROOT n = s32[2]{0} negate(p)\n}\n")
+    bad.write_text("HloModule m\n\n%f (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n"
+                   "  ROOT %e = f32[2]{0} exponential(%a)\n}\n\n"
+                   "ENTRY e {\n  p = f32[2]{0} parameter(0)\n"
+                   "  x = f32[2]{0} fusion(p), kind=kLoop, calls=%f\n"
+                   "  ROOT n = s32[2]{0} negate(x)\n}\n")
     out = CliRunner().invoke(cli.main, ["memory", str(bad)])
     assert out.exit_code == 2 and "element" in out.output
     assert len(pids) == 1
     with pytest.raises(ChildProcessError):
         os.waitpid(pids[0], 0)  # stopped and reaped
+
+
+@FORKS
+def test_the_memory_command_forks_nothing_for_a_module_without_fusions(monkeypatch) -> None:
+    """A module without fusions (here the pre-optimization text) is its own unfused program:
+    no fork, and the unfused figures are the fused ones, in the module's own order."""
+    import json
+
+    from click.testing import CliRunner
+
+    from hloscope import cli
+    pids = _forks_of_any_module(monkeypatch)
+    out = CliRunner().invoke(cli.main, ["memory", PRE, "--json"])
+    assert out.exit_code == 0, out.output
+    assert pids == []
+    r = json.loads(out.output)
+    assert r["unfused_schedule"] == "as given"
+    assert r["unfused"]["temp_packed_bytes"] == r["fused"]["temp_packed_bytes"] > 0
+    assert r["eliminated"]["count"] == 0

@@ -94,11 +94,19 @@ MEMORY_COLUMNS = ("", "parameters", "outputs", "alias", "temp peak", "temp packe
                   "peak at")
 
 
+def unfused_label(schedule: str) -> str:
+    """The unfused row's name: how its program was made, in what order."""
+    from hloscope.analysis.memory import AS_GIVEN
+    if schedule == AS_GIVEN:
+        return "unfused (no fusion to expand: as given)"
+    return f"unfused (fusions expanded, {schedule})"
+
+
 def memory_rows(t: "TargetReport") -> list[tuple[str, ...]]:
     m = t.memory
     rows: list[tuple[str, ...]] = [MEMORY_COLUMNS]
     for label, r in (("eager (pre-opt, op by op)", m.eager),
-                     (f"unfused (fusions expanded, {m.unfused_schedule})", m.unfused),
+                     (unfused_label(m.unfused_schedule), m.unfused),
                      ("fused (as compiled)", m.fused)):
         if r is not None:
             rows.append((label, human_bytes(r.parameter_bytes), human_bytes(r.output_bytes),

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from hloscope.analysis.diff import Report, TargetReport
 from hloscope.analysis.fusion import FusionCluster, FusionReport, trim_scope
-from hloscope.analysis.memory import MemoryReport
+from hloscope.analysis.memory import AS_GIVEN, MemoryReport
 from hloscope.analysis.summary import ModuleSummary
 
 if TYPE_CHECKING:
@@ -145,11 +145,15 @@ def render_memory(r: MemoryReport, top: int = 10, by: str = "scope") -> str:
     lines.append("  (total = parameters + outputs - alias + temp packed: what must fit at once; "
                  "alias: outputs kept in the buffer of the parameter they alias, a donated "
                  "argument)")
-    lines.append(f"  (temp packed is XLA's temp_size_in_bytes; unfused: every fusion expanded, "
-                 f"re-scheduled {r.unfused_schedule}, {r.unfused_merged_duplicates} duplicated "
-                 "producers merged" + (f", {r.unfused_undone} split-K or merged dots taken back "
-                                       "as XLA's no-fusion compile leaves them"
-                                       if r.unfused_undone else "") + ")")
+    if r.unfused_schedule == AS_GIVEN:
+        lines.append("  (temp packed is XLA's temp_size_in_bytes; unfused: the module has no "
+                     "fusion, so it is its own unfused program, in its own order)")
+    else:
+        lines.append(f"  (temp packed is XLA's temp_size_in_bytes; unfused: every fusion "
+                     f"expanded, re-scheduled {r.unfused_schedule}, "
+                     f"{r.unfused_merged_duplicates} duplicated producers merged" + (
+                         f", {r.unfused_undone} split-K or merged dots taken back as XLA's "
+                         "no-fusion compile leaves them" if r.unfused_undone else "") + ")")
     saved = r.unfused.temp_packed_bytes - r.fused.temp_packed_bytes
     e = r.eliminated
     lines += ["", f"memory saved by fusion (unfused - fused temp packed): {saved:,} B "
