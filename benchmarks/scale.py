@@ -10,9 +10,10 @@
    and to XLA's own C++ parse of the same text (``jaxlib._hlo``), hloscope's
    serial work as a ratio to JAX's lower + compile, and the peak Python memory of parse and
    analyses as a multiple of the text; and the wall time of ``hloscope memory FILE --json``
-   against ``hloscope inspect FILE --json`` on that text, pair by pair (median of ``--pairs``);
-   and of ``hloscope diff examples/NAME.py`` (with and without ``--no-xla-unfused``) against
-   a process that only lowers and compiles the step with JAX.
+   against ``hloscope inspect FILE --json`` on that text, pair by pair (median of ``--pairs``),
+   and on the pre-optimization text (a module without fusions); and of ``hloscope diff
+   examples/NAME.py`` (with and without ``--no-xla-unfused``) against a process that only
+   lowers and compiles the step with JAX.
 2. A synthetic chain whose long-lived buffers double from run to run (a forward chain whose
    every value the backward chain reads again, in reverse): parse and fused liveness per
    doubling (linear: 2x), each the least of ``--repeat`` runs too.
@@ -131,6 +132,11 @@ def step(name: str, layers: int, seq: int, pairs: int, repeat: int) -> None:
         mem, ins, ratio = memory_over_inspect(text, pairs)
         print(f"  hloscope memory {mem:.2f} s, hloscope inspect {ins:.2f} s (wall, medians of "
               f"{pairs}): {ratio:.2f}x pair by pair")
+        # The pre-optimization text too: a module without fusions, as a dump taken before
+        # XLA's passes is (the unfused program is the module itself; inspect has little to do).
+        mem, ins, ratio = memory_over_inspect(lowered.pre, pairs)
+        print(f"  the same on the pre-optimization text ({len(lowered.pre) / 1e6:.1f} MB, no "
+              f"fusion): memory {mem:.2f} s, inspect {ins:.2f} s: {ratio:.2f}x pair by pair")
         diff_over_jax(name, layers, seq, pairs)
 
 
