@@ -421,3 +421,16 @@ def test_json_lays_the_structure_over_lines_and_each_row_on_one() -> None:
     # an allocation holds a table of its values: over lines, each value a row
     assert '              {"id": 1},' in lines and '              {"id": 2}' in lines
     assert text.endswith("}\n")
+
+
+def test_the_memory_report_says_when_a_module_is_not_scheduled(capsys) -> None:
+    """A pre-optimization module (no is_scheduled=true) runs in text order: the report says
+    so, in the terminal and in JSON; an optimized module's does not."""
+    assert run(["memory", BERT_PRE]) == 0
+    assert "not scheduled (no is_scheduled=true in its header)" in capsys.readouterr().out
+    assert run(["memory", BERT_POST]) == 0
+    assert "not scheduled" not in capsys.readouterr().out
+    assert run(["memory", BERT_PRE, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scheduled"] is False
+    assert run(["memory", BERT_POST, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scheduled"] is True

@@ -64,6 +64,9 @@ class MemoryReport:
     saved: Optional[SavedActivations] = None  # a training step's, in the fused program
     # XLA rewrites taken back before the unfused estimate (split-K, merged dots; gpu)
     unfused_undone: int = 0
+    # Whether the module says it is scheduled (is_scheduled=true, as XLA prints an optimized
+    # module); if not, its instructions run in text order here.
+    scheduled: bool = True
     # The fused analysis itself, for holding it against XLA's own assignment (not presented).
     _fused: Optional[Analysis] = field(default=None, compare=False, repr=False)
 
@@ -190,4 +193,4 @@ def memory_report(module: Module, backend: Optional[str] = None,
     return MemoryReport("hloscope.memory/1", module.name, module.source, be.name,
                         fused_figures, part.figures, part.schedule, detail,
                         eager.figures if eager is not None else None, part.merged_duplicates,
-                        tuple(timelines), saved, part.undone, fused)
+                        tuple(timelines), saved, part.undone, module.is_scheduled, fused)

@@ -141,6 +141,11 @@ def render_memory(r: MemoryReport, top: int = 10, by: str = "scope") -> str:
     rows.append(("peak step", *(f"{f.peak_step} ({f.peak_instruction})" for _, f in cols)))
     rows.append(("buffers", *(f"{f.buffer_count:,}" for _, f in cols)))
     lines = [f"module {r.module}  ({r.source})  backend {r.backend}", ""]
+    if not r.scheduled:
+        lines += ["  not scheduled (no is_scheduled=true in its header): its instructions run in "
+                  "text order here. A pre-optimization module is what XLA fuses and schedules "
+                  "first; `hloscope diff MODEL.py` compiles it, and its eager row is this text "
+                  "run op by op.", ""]
     lines += table(rows)
     lines.append("  (total = parameters + outputs - alias + temp packed: what must fit at once; "
                  "alias: outputs kept in the buffer of the parameter they alias, a donated "
