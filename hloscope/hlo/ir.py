@@ -246,22 +246,24 @@ class Computation:
     # parser holds the root's shape to it; the verifier does here.
     declared_result: Optional[Shape] = field(default=None, compare=False, repr=False)
     _index: dict[str, Instruction] = field(default_factory=dict, compare=False, repr=False)
-    # The root, found once: the verifier asks for the entry's once per aliased output (870
-    # times a scan of 18,888 instructions on a 32-layer llama step's pre-optimization text).
+    # The root, found at the first ask and kept: the verifier asks for the entry's once per
+    # aliased output (870 times a scan of 18,888 instructions on a 32-layer llama step's
+    # pre-optimization text). Not found when a computation is made: most computations a
+    # transform makes are never asked (4 ms of scans per parse of the 32-layer mixtral step).
     _root: Optional[Instruction] = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", {i.name: i for i in self.instructions})
-        root = next((i for i in self.instructions if i.is_root), None)
-        if root is None and self.instructions:
-            root = self.instructions[-1]
-        object.__setattr__(self, "_root", root)
 
     @property
     def root(self) -> Instruction:
-        if self._root is None:
-            raise IndexError(f"computation {self.name} has no instructions")
-        return self._root
+        root = self._root
+        if root is None:
+            root = next((i for i in self.instructions if i.is_root), None)
+            if root is None:
+                root = self.instructions[-1]
+            object.__setattr__(self, "_root", root)
+        return root
 
     @property
     def parameters(self) -> tuple[Instruction, ...]:
