@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hloscope
+from hloscope.analysis import heap as heap_module
 from hloscope.analysis.backends import backend_for
 from hloscope.analysis.liveness import TEMP, analyze
 from hloscope.analysis.memory import memory_report, unfused_analysis
@@ -232,9 +233,59 @@ def test_the_time_tree_places_exactly_like_the_timeline_heap(specs, alignment, s
     key = (lambda iv: (-iv.size, -(iv.end - iv.start), iv.id)) if spatial else \
         (lambda iv: (iv.start - iv.end, -iv.size, iv.id))
     order = sorted(intervals, key=key)
-    offsets, heap = _place_tree(order, alignment)
-    assert (offsets, heap) == _place(order, alignment)
-    assert all(type(n) is int for n in (heap, *offsets.values()))  # 1.0 == 1 would hide one
+    expected = _place(order, alignment)
+    for compiled in (False, True):  # the Python tree; the compiled one where it is built
+        offsets, heap = _place_tree(order, alignment, compiled=compiled)
+        assert (offsets, heap) == expected
+        assert all(type(n) is int for n in (heap, *offsets.values()))  # 1.0 == 1 would hide one
+
+
+needs_heaptree = pytest.mark.skipif(
+    heap_module._heaptree is None and not os.environ.get("HLOSCOPE_REQUIRE_COMPILED"),
+    reason="hloscope.analysis._heaptree is not built (no C compiler at install): the "
+           "Python tree places instead")
+
+
+@needs_heaptree
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 400), st.integers(0, 150)),
+                                   min_size=1, max_size=4),
+                          st.integers(0, 1 << 40)), min_size=1, max_size=120),
+       st.sampled_from([1, 8, 64, 256]), st.booleans(), st.integers(0, 1 << 42))
+def test_the_compiled_tree_places_exactly_like_the_python_tree(specs, alignment, spatial,
+                                                               give_up) -> None:
+    """hloscope.analysis._heaptree (the placement loop in C) gives the Python tree's offsets
+    and heap, also where both stop early at ``give_up`` (the offsets placed so far)."""
+    from hloscope.analysis.heap import Interval, _place_tree
+    intervals = [Interval(i, size, tuple((s, s + n) for s, n in ranges))
+                 for i, (ranges, size) in enumerate(specs)]
+    key = (lambda iv: (-iv.size, -(iv.end - iv.start), iv.id)) if spatial else \
+        (lambda iv: (iv.start, -iv.size, iv.id))
+    order = sorted(intervals, key=key)
+    assert _place_tree(order, alignment, give_up, compiled=True) == \
+        _place_tree(order, alignment, give_up, compiled=False)
+
+
+@needs_heaptree
+def test_the_compiled_tree_hands_large_heaps_and_bad_input_back() -> None:
+    """A heap that might pass 2**62 is left to Python (None); malformed input is an error,
+    not a crash."""
+    from hloscope.analysis import _heaptree
+    assert _heaptree.place([((0, 1),), ((1, 2),)], [1 << 61, 1 << 61], 1, 1 << 80) is None
+    assert _heaptree.place([((0, 1),)], [-1], 1, 1 << 80) is None
+    assert _heaptree.place([], [], 64, 0) == ([], 0)
+    assert _heaptree.place([((0, 3), (5, 6)), ((4, 4),)], [100, 10], 64, 1 << 80) == \
+        ([0, 0], 100)
+    with pytest.raises(TypeError):
+        _heaptree.place([[(0, 1)]], [1], 1, 1)
+    with pytest.raises(TypeError):
+        _heaptree.place([()], [1], 1, 1)
+    with pytest.raises(ValueError):
+        _heaptree.place([((3, 1),)], [1], 1, 1)
+    with pytest.raises(ValueError):
+        _heaptree.place([((0, 1),)], [1, 2], 1, 1)
+    with pytest.raises(ValueError):
+        _heaptree.place([((0, 1),)], [1], 0, 1)
 
 
 @settings(max_examples=300, deadline=None)
@@ -248,7 +299,8 @@ def test_pack_gives_what_placing_every_order_in_full_gives(specs, alignment, ord
     """pack's shortcuts (an order stops once it reaches the best heap so far; one that reaches
     packing_bound ends the search) change no answer: the same order wins, with the same
     offsets, as when every order is placed in full and the first of the smallest heaps kept;
-    and no order packs below the bound."""
+    and no order packs below the bound. With the compiled tree and without it (then every
+    shortcut is taken in Python, the online allocator's included)."""
     from hloscope.analysis.heap import Interval, _first_fit_online, _place, pack, packing_bound
     intervals = [Interval(i, size, tuple((s, s + n) for s, n in ranges))
                  for i, (ranges, size) in enumerate(specs)]
@@ -261,6 +313,13 @@ def test_pack_gives_what_placing_every_order_in_full_gives(specs, alignment, ord
     assert all(heap >= bound for _, _, heap in full)
     name, offsets, heap = min(full, key=lambda r: r[2])  # the first of the smallest
     got = pack(intervals, alignment, orders)
+    assert (got.order, got.offsets, got.heap_size) == (name, offsets, heap)
+    compiled = heap_module._heaptree
+    try:
+        heap_module._heaptree = None
+        got = pack(intervals, alignment, orders)
+    finally:
+        heap_module._heaptree = compiled
     assert (got.order, got.offsets, got.heap_size) == (name, offsets, heap)
 
 

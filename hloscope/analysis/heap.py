@@ -59,6 +59,12 @@ def _align(n: int, alignment: int) -> int:
 
 _NEVER = 1 << 80  # a heap size no placement reaches: never give up
 _FLOAT_EXACT = 1 << 53  # every integer below it is exact as a float
+_C_EXACT = 1 << 62  # _heaptree places heaps below it (its 64-bit integers hold any sum)
+
+try:  # the same placement loop compiled (setup.py); optional: where it is not built, Python's
+    from hloscope.analysis import _heaptree
+except ImportError:  # pragma: no cover - exercised on installs without a C compiler
+    _heaptree = None
 
 
 class _Timeline:
@@ -283,8 +289,8 @@ def _spans(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def _place_tree(intervals: list[Interval], alignment: int,
-                give_up: int = _NEVER) -> tuple[dict[int, int], int]:
+def _place_tree(intervals: list[Interval], alignment: int, give_up: int = _NEVER,
+                compiled: bool = True) -> tuple[dict[int, int], int]:
     """``_place`` with the chunks in a ``_TimeTree``: the same offsets (a test compares).
     The tree's time is the rank among the ranges' distinct starts, not the schedule step: a
     range [s, e] becomes [rank of s, rank of the last start at or before e], and two ranges
@@ -293,19 +299,26 @@ def _place_tree(intervals: list[Interval], alignment: int,
     step: 2,048 leaves for 19,563 steps). A buffer's ranges that overlap or touch in ranks
     are one: the same ranks, busy once (``_spans``; a colocated chain of values, one range
     each, is queried and stored as one range, not one per value)."""
+    if compiled and _heaptree is not None:
+        # None where an offset might not fit the compiled loop's 64-bit integers
+        done = _heaptree.place([iv.ranges for iv in intervals], [iv.size for iv in intervals],
+                               alignment, min(give_up, _C_EXACT))
+        if done is not None:
+            placed, heap = done
+            return dict(zip([iv.id for iv in intervals], placed)), heap
     starts = sorted({s for iv in intervals for s, _ in iv.ranges})
     rank = {s: k for k, s in enumerate(starts)}
     ranked = [Interval(iv.id, iv.size, _spans([(rank[s], bisect.bisect_right(starts, e) - 1)
                                                for s, e in iv.ranges]))
               for iv in intervals]
+    top = sum(_align(iv.size, alignment) for iv in intervals) + alignment  # past every offset
     tree = _TimeTree(len(starts))
     busy = tree.busy
     # The tree keeps offsets as floats where every offset is exact as one (the heap is at most
     # the buffers' aligned sizes summed): CPython sorts a list of floats, or of ints below
     # 2**30, with a type-specific compare, and a heap past 1 GiB has offsets above that (the
     # 32-layer llama step's unfused placement: its two sorts per fit 2x faster as floats).
-    exact = sum(_align(iv.size, alignment) for iv in intervals) + alignment < _FLOAT_EXACT
-    number: Callable[[int], float] = float if exact else int
+    number: Callable[[int], float] = float if top < _FLOAT_EXACT else int
 
     def fit(ranges: tuple[tuple[int, int], ...], size: int) -> int:
         lows: list[float] = []
@@ -451,16 +464,22 @@ def pack(intervals: list[Interval], alignment: int = 1,
     keys = {"spatial": lambda iv: iv.spatial_key or (-iv.size, -(iv.end - iv.start), iv.id),
             "temporal": lambda iv: iv.temporal_key or (iv.start, -iv.size, iv.id),
             "first-fit": lambda iv: (iv.start, iv.end, iv.id)}
-    # The online allocator needs the intervals in start order: the temporal order of old.
-    single = all(len(iv.ranges) == 1 and not iv.temporal_key for iv in intervals)
-    bound = packing_bound(intervals, alignment) if len(orders) > 1 else -1
+    # The online allocator needs the intervals in start order: the temporal order of old. It
+    # beats the tree in Python, not the compiled one.
+    single = _heaptree is None and \
+        all(len(iv.ranges) == 1 and not iv.temporal_key for iv in intervals)
+    placers = {name: _first_fit_online if name == "first-fit" else
+               _place_online if name == "temporal" and single else _place_tree
+               for name in orders}
+    # The bound costs about what the compiled tree takes to place an order: worth it only
+    # where an order is placed in Python.
+    compiled = _heaptree is not None and all(p is _place_tree for p in placers.values())
+    bound = packing_bound(intervals, alignment) if len(orders) > 1 and not compiled else -1
     best: Placement | None = None
     for name in orders:
         order = sorted(intervals, key=keys[name])
-        place = _first_fit_online if name == "first-fit" else \
-            _place_online if name == "temporal" and single else _place_tree
-        offsets, heap = place(order, alignment,
-                              _NEVER if best is None else best.heap_size)
+        offsets, heap = placers[name](order, alignment,
+                                      _NEVER if best is None else best.heap_size)
         if best is None or heap < best.heap_size:
             best = Placement(offsets, heap, name)
         if best.heap_size <= bound:
