@@ -3,9 +3,10 @@
 step (activations kept from the forward pass to the backward pass, side by side in memory):
 a synthetic set of long-lived and short-lived buffers, doubled from run to run, placed in
 XLA's spatial order by the segment tree of merged busy intervals hloscope uses
-(heap._place_tree) and by the bucketed chunk list it replaced (heap._place, the tests' oracle).
-Prints each one's seconds and the growth ratio per doubling, measured in one run (linear: 2x;
-quadratic: 4x), and checks both give the same offsets.
+(heap._place_tree: compiled, hloscope/analysis/_heaptree.c, where it is built, and in Python)
+and by the bucketed chunk list it replaced (heap._place, the tests' oracle). Prints each one's
+seconds and the growth ratio per doubling, measured in one run (linear: 2x; quadratic: 4x),
+the Python tree's seconds over the compiled one's, and checks all give the same offsets.
 
   python benchmarks/heap_scale.py [--start 500] [--doublings 3]"""
 
@@ -42,24 +43,39 @@ def main() -> int:
     ap.add_argument("--start", type=int, default=500, help="long-lived buffers in the first run")
     ap.add_argument("--doublings", type=int, default=3)
     a = ap.parse_args()
+    from hloscope.analysis import heap
+    compiled = heap._compiled_place is not None
     rows = []
     n = a.start
     for _ in range(a.doublings + 1):
         order = buffers(n)
-        t0 = time.perf_counter()
-        tree = _place_tree(order, 64)
-        t1 = time.perf_counter()
-        timeline = _place(order, 64)
-        t2 = time.perf_counter()
-        assert tree == timeline, "the two placements differ"
-        rows.append((n, t1 - t0, t2 - t1))
+        seconds = []
+        results = []
+        for place in ((lambda: _place_tree(order, 64, compiled=True)) if compiled else None,
+                      lambda: _place_tree(order, 64, compiled=False),
+                      lambda: _place(order, 64)):
+            if place is None:
+                seconds.append(None)
+                continue
+            t = time.perf_counter()
+            results.append(place())
+            seconds.append(time.perf_counter() - t)
+        assert all(r == results[0] for r in results), "the placements differ"
+        rows.append((n, seconds))
         n *= 2
-    print(f"{'long-lived':>10}  {'tree (s)':>9}  {'growth':>6}  {'old list (s)':>12}  "
-          f"{'growth':>6}")
-    for i, (n, tree_s, old_s) in enumerate(rows):
-        g1 = f"{tree_s / rows[i - 1][1]:.2f}x" if i else "-"
-        g2 = f"{old_s / rows[i - 1][2]:.2f}x" if i else "-"
-        print(f"{n:>10,}  {tree_s:>9.2f}  {g1:>6}  {old_s:>12.2f}  {g2:>6}")
+    if not compiled:
+        print("(the compiled tree is not built here: its column is empty)")
+    names = ("compiled tree (s)", "Python tree (s)", "old list (s)")
+    print(f"{'long-lived':>10}  " + "  ".join(f"{h:>17}  {'growth':>6}" for h in names) +
+          "  Python/compiled")
+    for i, (n, seconds) in enumerate(rows):
+        cells = []
+        for k, s in enumerate(seconds):
+            before = rows[i - 1][1][k] if i else None
+            growth = f"{s / before:.2f}x" if s and before else "-"
+            cells.append(f"{s:>17.3f}  {growth:>6}" if s is not None else f"{'-':>17}  {'-':>6}")
+        ratio = f"{seconds[1] / seconds[0]:.1f}x" if seconds[0] else "-"
+        print(f"{n:>10,}  " + "  ".join(cells) + f"  {ratio:>15}")
     return 0
 
 

@@ -258,6 +258,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of each parse and analysis; the least is printed")
     a = ap.parse_args()
+    from hloscope.analysis import heap
+    print("heap placement: " + ("compiled (hloscope/analysis/_heaptree.c)"
+                                if heap._compiled_place is not None else
+                                "Python (the compiled loop is not built here)"))
     for name in (x for x in a.model.split(",") if x):
         for layers in (int(x) for x in a.layers.split(",") if x):
             step(name, layers, a.seq, a.pairs, a.repeat)

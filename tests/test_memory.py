@@ -241,7 +241,7 @@ def test_the_time_tree_places_exactly_like_the_timeline_heap(specs, alignment, s
 
 
 needs_heaptree = pytest.mark.skipif(
-    heap_module._heaptree is None and not os.environ.get("HLOSCOPE_REQUIRE_COMPILED"),
+    heap_module._compiled_place is None and not os.environ.get("HLOSCOPE_REQUIRE_COMPILED"),
     reason="hloscope.analysis._heaptree is not built (no C compiler at install): the "
            "Python tree places instead")
 
@@ -314,12 +314,12 @@ def test_pack_gives_what_placing_every_order_in_full_gives(specs, alignment, ord
     name, offsets, heap = min(full, key=lambda r: r[2])  # the first of the smallest
     got = pack(intervals, alignment, orders)
     assert (got.order, got.offsets, got.heap_size) == (name, offsets, heap)
-    compiled = heap_module._heaptree
+    compiled = heap_module._compiled_place
     try:
-        heap_module._heaptree = None
+        heap_module._compiled_place = None
         got = pack(intervals, alignment, orders)
     finally:
-        heap_module._heaptree = compiled
+        heap_module._compiled_place = compiled
     assert (got.order, got.offsets, got.heap_size) == (name, offsets, heap)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +61,16 @@ _NEVER = 1 << 80  # a heap size no placement reaches: never give up
 _FLOAT_EXACT = 1 << 53  # every integer below it is exact as a float
 _C_EXACT = 1 << 62  # _heaptree places heaps below it (its 64-bit integers hold any sum)
 
-try:  # the same placement loop compiled (setup.py); optional: where it is not built, Python's
-    from hloscope.analysis import _heaptree
+# The same placement loop compiled (_heaptree.c, built by setup.py where a C compiler is):
+# ranges, sizes, alignment, give-up heap → the offsets placed and the heap, or None where the
+# heap might pass _C_EXACT. Optional: where it is not built, Python's tree places.
+_CompiledPlace = Callable[[list[tuple[tuple[int, int], ...]], list[int], int, int],
+                          Optional[tuple[list[int], int]]]
+_compiled_place: Optional[_CompiledPlace]
+try:
+    from hloscope.analysis._heaptree import place as _compiled_place
 except ImportError:  # pragma: no cover - exercised on installs without a C compiler
-    _heaptree = None
+    _compiled_place = None
 
 
 class _Timeline:
@@ -299,9 +305,9 @@ def _place_tree(intervals: list[Interval], alignment: int, give_up: int = _NEVER
     step: 2,048 leaves for 19,563 steps). A buffer's ranges that overlap or touch in ranks
     are one: the same ranks, busy once (``_spans``; a colocated chain of values, one range
     each, is queried and stored as one range, not one per value)."""
-    if compiled and _heaptree is not None:
+    if compiled and _compiled_place is not None:
         # None where an offset might not fit the compiled loop's 64-bit integers
-        done = _heaptree.place([iv.ranges for iv in intervals], [iv.size for iv in intervals],
+        done = _compiled_place([iv.ranges for iv in intervals], [iv.size for iv in intervals],
                                alignment, min(give_up, _C_EXACT))
         if done is not None:
             placed, heap = done
@@ -466,14 +472,14 @@ def pack(intervals: list[Interval], alignment: int = 1,
             "first-fit": lambda iv: (iv.start, iv.end, iv.id)}
     # The online allocator needs the intervals in start order: the temporal order of old. It
     # beats the tree in Python, not the compiled one.
-    single = _heaptree is None and \
+    single = _compiled_place is None and \
         all(len(iv.ranges) == 1 and not iv.temporal_key for iv in intervals)
     placers = {name: _first_fit_online if name == "first-fit" else
                _place_online if name == "temporal" and single else _place_tree
                for name in orders}
     # The bound costs about what the compiled tree takes to place an order: worth it only
     # where an order is placed in Python.
-    compiled = _heaptree is not None and all(p is _place_tree for p in placers.values())
+    compiled = _compiled_place is not None and all(p is _place_tree for p in placers.values())
     bound = packing_bound(intervals, alignment) if len(orders) > 1 and not compiled else -1
     best: Placement | None = None
     for name in orders:
