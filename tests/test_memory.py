@@ -217,6 +217,27 @@ def test_online_allocator_places_exactly_like_the_timeline_heap(specs, alignment
 
 
 @settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 200), st.integers(0, 80)),
+                                   min_size=1, max_size=3),
+                          st.sampled_from([0, 1, 100, 1000, 4096, 16384, 70000])),
+                min_size=1, max_size=80),
+       st.sampled_from([1, 512, 16384]), st.integers(0, 300_000))
+def test_the_first_fit_free_list_places_exactly_like_the_chunk_walk(specs, alignment,
+                                                                   give_up) -> None:
+    """libtpu's first-fit allocator (heap._first_fit_online, a list of free gaps) puts every
+    buffer where walking the live chunks in offset order puts it (heap._first_fit_scan, the
+    allocator it replaced and the oracle), empty buffers and buffers of several ranges
+    included, also where both stop early at ``give_up``."""
+    from hloscope.analysis.heap import Interval, _first_fit_online, _first_fit_scan
+    intervals = [Interval(i, size, tuple((s, s + n) for s, n in ranges))
+                 for i, (ranges, size) in enumerate(specs)]
+    order = sorted(intervals, key=lambda iv: (iv.start, iv.end, iv.id))
+    assert _first_fit_online(order, alignment, give_up) == \
+        _first_fit_scan(order, alignment, give_up)
+    assert _first_fit_online(order, alignment) == _first_fit_scan(order, alignment)
+
+
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 120)),
                                    min_size=1, max_size=3),
                           st.integers(0, 5000)), min_size=1, max_size=80),

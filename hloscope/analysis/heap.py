@@ -21,6 +21,7 @@ that of running every order in full (a test compares).
 from __future__ import annotations
 
 import bisect
+import heapq
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -339,27 +340,24 @@ def _place_tree(intervals: list[Interval], alignment: int, give_up: int = _NEVER
     return _place_in(ranked, fit, add, give_up)
 
 
-def _place_online(intervals: list[Interval], alignment: int,
-                  give_up: int = _NEVER) -> tuple[dict[int, int], int]:
-    """``_place`` for intervals of one range each, given in start-time order: then the chunks
-    that conflict with the next one are exactly those still live at its start, so an
-    allocator's free list gives the same best fit without querying placed chunks. The free
-    gaps (sorted, disjoint; the last one open-ended) are split on placement and merged back
-    when a chunk's range has ended. Same offsets as ``_place`` (a test checks it)."""
-    import bisect
-    import heapq
-    top = 1 << 62
-    starts, ends = [0], [top]  # free gaps [starts[i], ends[i])
-    live: list[tuple[int, int, int]] = []  # (end time, offset, size)
-    offsets: dict[int, int] = {}
-    heap = 0
-    for iv in intervals:
-        if heap >= give_up:
-            break
-        (start, end), = iv.ranges
+class _FreeGaps:
+    """An allocator's free offset gaps [starts[k], ends[k]): sorted, disjoint, never touching,
+    the last one open-ended. ``live`` holds the placed chunks by the time they end, so that
+    ``release_before`` frees those whose range ended before a start."""
+
+    TOP = 1 << 62
+
+    def __init__(self) -> None:
+        self.starts: list[int] = [0]
+        self.ends: list[int] = [self.TOP]
+        self.live: list[tuple[int, int, int]] = []  # (end time, offset, size)
+
+    def release_before(self, start: int) -> None:
+        """Free each chunk whose range ended before ``start``, merged with the gaps beside."""
+        live, starts, ends = self.live, self.starts, self.ends
         while live and live[0][0] < start:
-            _, off, size = heapq.heappop(live)
-            lo, hi = off, off + size
+            _, lo, size = heapq.heappop(live)
+            hi = lo + size
             i = bisect.bisect_left(starts, lo)
             if i < len(starts) and starts[i] == hi:  # merge with the free gap above
                 hi = ends[i]
@@ -370,6 +368,37 @@ def _place_online(intervals: list[Interval], alignment: int,
                 i -= 1
             starts.insert(i, lo)
             ends.insert(i, hi)
+
+    def take(self, k: int, offset: int, size: int, end: int) -> None:
+        """Place a chunk of ``size`` at ``offset`` in gap ``k``, live until time ``end``."""
+        if not size:  # an empty buffer takes no room, and splits no gap
+            return
+        starts, ends = self.starts, self.ends
+        lo, hi = starts[k], ends[k]
+        del starts[k], ends[k]
+        for a, b in ((offset + size, hi), (lo, offset)):
+            if b > a:
+                starts.insert(k, a)
+                ends.insert(k, b)
+        heapq.heappush(self.live, (end, offset, size))
+
+
+def _place_online(intervals: list[Interval], alignment: int,
+                  give_up: int = _NEVER) -> tuple[dict[int, int], int]:
+    """``_place`` for intervals of one range each, given in start-time order: then the chunks
+    that conflict with the next one are exactly those still live at its start, so an
+    allocator's free list gives the same best fit without querying placed chunks. The free
+    gaps are split on placement and merged back when a chunk's range has ended. Same offsets
+    as ``_place`` (a test checks it)."""
+    gaps = _FreeGaps()
+    starts, ends = gaps.starts, gaps.ends
+    offsets: dict[int, int] = {}
+    heap = 0
+    for iv in intervals:
+        if heap >= give_up:
+            break
+        (start, end), = iv.ranges
+        gaps.release_before(start)
         best, best_gap = -1, -1
         for k in range(len(starts) - 1):
             at = _align(starts[k], alignment)
@@ -377,16 +406,9 @@ def _place_online(intervals: list[Interval], alignment: int,
             if gap >= iv.size and (best_gap < 0 or gap < best_gap):
                 best, best_gap = k, gap
         k = best if best >= 0 else len(starts) - 1
-        lo, hi = starts[k], ends[k]
-        offset = _align(lo, alignment)
+        offset = _align(starts[k], alignment)
         offsets[iv.id] = offset
-        if iv.size:  # an empty buffer takes no room, and splits no gap
-            del starts[k], ends[k]
-            pieces = [(a, b) for a, b in ((lo, offset), (offset + iv.size, hi)) if b > a]
-            for a, b in reversed(pieces):
-                starts.insert(k, a)
-                ends.insert(k, b)
-            heapq.heappush(live, (end, offset, iv.size))
+        gaps.take(k, offset, iv.size, end)
         heap = max(heap, offset + iv.size)
     return offsets, heap
 
@@ -397,10 +419,37 @@ def _first_fit_online(intervals: list[Interval], alignment: int,
     then id: the heap simulator's event order) at the lowest aligned offset free for it,
     a buffer of several ranges held from its first start to its last end, and freed after
     its last step. Measured as libtpu's (tpu-v3) temp heap: its own assignment of a ConvNet
-    step places each value exactly so."""
-    import heapq
+    step places each value exactly so. The free gaps in a list (``_FreeGaps``), not the live
+    chunks sorted per placement (``_first_fit_scan``, the tests' oracle): the cost does not
+    grow with the buffers that live long."""
+    gaps = _FreeGaps()
+    starts, ends = gaps.starts, gaps.ends
+    offsets: dict[int, int] = {}
+    heap = 0
+    for iv in intervals:
+        if heap >= give_up:
+            break
+        gaps.release_before(iv.start)
+        size = iv.size
+        if not size:  # an empty buffer fits below every chunk
+            offsets[iv.id] = 0
+            continue
+        k = 0
+        while _align(starts[k], alignment) + size > ends[k]:  # the open-ended gap holds it
+            k += 1
+        offset = _align(starts[k], alignment)
+        offsets[iv.id] = offset
+        gaps.take(k, offset, size, iv.end)
+        heap = max(heap, offset + size)
+    return offsets, heap
+
+
+def _first_fit_scan(intervals: list[Interval], alignment: int,
+                    give_up: int = _NEVER) -> tuple[dict[int, int], int]:
+    """``_first_fit_online`` by walking the live chunks in offset order at each placement (the
+    allocator it replaced: quadratic in the chunks that live long); the tests' oracle."""
     live: list[tuple[int, int, int]] = []  # (end, offset, size)
-    placed: dict[int, tuple[int, int]] = {}  # id -> (offset, size) of the live chunks
+    placed: dict[int, tuple[int, int]] = {}  # offset -> (offset, size) of the live chunks
     offsets: dict[int, int] = {}
     heap = 0
     for iv in intervals:
