@@ -343,7 +343,8 @@ def _place_tree(intervals: list[Interval], alignment: int, give_up: int = _NEVER
 class _FreeGaps:
     """An allocator's free offset gaps [starts[k], ends[k]): sorted, disjoint, never touching,
     the last one open-ended. ``live`` holds the placed chunks by the time they end, so that
-    ``release_before`` frees those whose range ended before a start."""
+    ``release_before`` frees those whose range ended before a start. ``_added`` and
+    ``_removed`` hear of every gap made and unmade (for an index of them)."""
 
     TOP = 1 << 62
 
@@ -351,6 +352,13 @@ class _FreeGaps:
         self.starts: list[int] = [0]
         self.ends: list[int] = [self.TOP]
         self.live: list[tuple[int, int, int]] = []  # (end time, offset, size)
+        self._added(0, self.TOP)
+
+    def _added(self, lo: int, hi: int) -> None:
+        pass
+
+    def _removed(self, lo: int, hi: int) -> None:
+        pass
 
     def release_before(self, start: int) -> None:
         """Free each chunk whose range ended before ``start``, merged with the gaps beside."""
@@ -360,14 +368,17 @@ class _FreeGaps:
             hi = lo + size
             i = bisect.bisect_left(starts, lo)
             if i < len(starts) and starts[i] == hi:  # merge with the free gap above
+                self._removed(hi, ends[i])
                 hi = ends[i]
                 del starts[i], ends[i]
             if i > 0 and ends[i - 1] == lo:  # ... and with the one below
                 lo = starts[i - 1]
+                self._removed(lo, ends[i - 1])
                 del starts[i - 1], ends[i - 1]
                 i -= 1
             starts.insert(i, lo)
             ends.insert(i, hi)
+            self._added(lo, hi)
 
     def take(self, k: int, offset: int, size: int, end: int) -> None:
         """Place a chunk of ``size`` at ``offset`` in gap ``k``, live until time ``end``."""
@@ -375,12 +386,59 @@ class _FreeGaps:
             return
         starts, ends = self.starts, self.ends
         lo, hi = starts[k], ends[k]
+        self._removed(lo, hi)
         del starts[k], ends[k]
         for a, b in ((offset + size, hi), (lo, offset)):
             if b > a:
                 starts.insert(k, a)
                 ends.insert(k, b)
+                self._added(a, b)
         heapq.heappush(self.live, (end, offset, size))
+
+
+class _FirstFitGaps(_FreeGaps):
+    """Free gaps indexed by what they hold once aligned (``room``), in classes by its bit
+    length, each class's gap starts sorted: the lowest gap that holds ``size`` is the lowest
+    start of the classes above ``size``'s (each of their gaps holds it) or the first gap of
+    its own class that does, not a walk over every gap below it (with 16 KiB alignment, each
+    small long-lived chunk leaves a gap too short to use)."""
+
+    def __init__(self, alignment: int) -> None:
+        self.alignment = alignment
+        self.classes: dict[int, list[int]] = {}  # bit length of the room -> gap starts
+        self.end_of: dict[int, int] = {}
+        super().__init__()
+
+    def _room_class(self, lo: int, hi: int) -> int:
+        return max(hi - _align(lo, self.alignment), 0).bit_length()
+
+    def _added(self, lo: int, hi: int) -> None:
+        self.end_of[lo] = hi
+        bisect.insort(self.classes.setdefault(self._room_class(lo, hi), []), lo)
+
+    def _removed(self, lo: int, hi: int) -> None:
+        c = self._room_class(lo, hi)
+        starts = self.classes[c]
+        del starts[bisect.bisect_left(starts, lo)]
+        if not starts:
+            del self.classes[c]
+        del self.end_of[lo]
+
+    def first_fit(self, size: int) -> int:
+        """The index (in ``starts``) of the lowest gap that holds ``size`` once aligned."""
+        b = size.bit_length()
+        best = self.TOP
+        for c, starts in self.classes.items():
+            if c > b and starts[0] < best:
+                best = starts[0]
+        alignment, end_of = self.alignment, self.end_of
+        for lo in self.classes.get(b, ()):
+            if lo >= best:
+                break
+            if _align(lo, alignment) + size <= end_of[lo]:
+                best = lo
+                break
+        return bisect.bisect_left(self.starts, best)
 
 
 def _place_online(intervals: list[Interval], alignment: int,
@@ -419,11 +477,11 @@ def _first_fit_online(intervals: list[Interval], alignment: int,
     then id: the heap simulator's event order) at the lowest aligned offset free for it,
     a buffer of several ranges held from its first start to its last end, and freed after
     its last step. Measured as libtpu's (tpu-v3) temp heap: its own assignment of a ConvNet
-    step places each value exactly so. The free gaps in a list (``_FreeGaps``), not the live
-    chunks sorted per placement (``_first_fit_scan``, the tests' oracle): the cost does not
-    grow with the buffers that live long."""
-    gaps = _FreeGaps()
-    starts, ends = gaps.starts, gaps.ends
+    step places each value exactly so. The free gaps indexed by the room they have
+    (``_FirstFitGaps``), not the live chunks sorted per placement (``_first_fit_scan``, the
+    tests' oracle): the cost does not grow with the buffers that live long."""
+    gaps = _FirstFitGaps(alignment)
+    starts = gaps.starts
     offsets: dict[int, int] = {}
     heap = 0
     for iv in intervals:
@@ -434,9 +492,7 @@ def _first_fit_online(intervals: list[Interval], alignment: int,
         if not size:  # an empty buffer fits below every chunk
             offsets[iv.id] = 0
             continue
-        k = 0
-        while _align(starts[k], alignment) + size > ends[k]:  # the open-ended gap holds it
-            k += 1
+        k = gaps.first_fit(size)
         offset = _align(starts[k], alignment)
         offsets[iv.id] = offset
         gaps.take(k, offset, size, iv.end)
