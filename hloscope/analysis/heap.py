@@ -10,12 +10,15 @@ occupies its offset during each member's range, so gaps between members stay usa
 Placed chunks are kept in a segment tree over time whose nodes hold merged busy offset
 intervals (``_TimeTree``), so one placement reads O(log T) merged lists, not every chunk that
 lives long: no quadratic blow-up on a training step's long-lived activations. (The bucketed
-chunk list it replaced, ``_Timeline``, stays as the tests' oracle.) In the temporal order
-with one range per buffer (the eager model: an online allocator) a free list of gaps gives
-the same placements faster.
-Orders after the first stop once they reach the best heap so far, and none runs once one
-reaches ``packing_bound`` (the least heap any aligned placement can have): the answer is
-that of running every order in full (a test compares).
+chunk list it replaced, ``_Timeline``, stays as the tests' oracle.) The tree's placement loop
+is also compiled (``_heaptree.c``, built where a C compiler is; the same offsets, a test
+compares), and used where it is built. Without it, in the temporal order with one range per
+buffer (the eager model: an online allocator) a free list of gaps gives the same placements
+faster. libtpu's first fit in event order (tpu-v3) finds its gap through the free gaps indexed
+by the room they have (``_FirstFitGaps``).
+Orders after the first stop once they reach the best heap so far, and (where an order is
+placed in Python) none runs once one reaches ``packing_bound`` (the least heap any aligned
+placement can have): the answer is that of running every order in full (a test compares).
 """
 
 from __future__ import annotations
