@@ -6,6 +6,8 @@ import glob
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hloscope
 from hloscope.analysis.liveness import analyze
@@ -167,6 +169,38 @@ def test_bfs_reproduces_xla_cpu_schedule(path: str) -> None:
     for comp in m.computations:
         if comp.name not in fused:
             assert [i.name for i in bfs_schedule(comp)] == [i.name for i in comp], comp.name
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 60), min_size=1, max_size=3),
+                          st.sampled_from(["concatenate", "negate", "bitcast"])),
+                min_size=1, max_size=50),
+       st.lists(st.integers(1, 64), min_size=1, max_size=6))
+def test_the_list_scheduler_gives_the_order_of_scanning_every_ready_op(ops, params) -> None:
+    """list_schedule (the ready ops in a heap by their gain, pushed again as it grows) picks
+    what scanning every ready op per step picks (_list_schedule_scan, the scheduler it
+    replaced), on drawn computations: values of many sizes read by several ops, views that
+    define no bytes, parameters, values no one reads."""
+    from hloscope.hlo.parser import parse
+    from hloscope.hlo.transform import _list_schedule_scan, list_schedule
+    size = {f"p{k}": n for k, n in enumerate(params)}
+    lines = [f"  p{k} = f32[{n}]{{0}} parameter({k})" for k, n in enumerate(params)]
+    read: set[str] = set()
+    for k, (picks, opcode) in enumerate(ops):
+        names = list(size)
+        operands = list(dict.fromkeys(names[p % len(names)] for p in picks))
+        if opcode != "concatenate":
+            operands = operands[:1]
+        n = sum(size[o] for o in operands)
+        extra = ", dimensions={0}" if opcode == "concatenate" else ""
+        lines.append(f"  v{k} = f32[{n}]{{0}} {opcode}({', '.join(operands)}){extra}")
+        size[f"v{k}"] = n
+        read.update(operands)
+    unread = [name for name in size if name not in read]
+    lines.append("  ROOT t = (" + ", ".join(f"f32[{size[u]}]{{0}}" for u in unread) +
+                 ") tuple(" + ", ".join(unread) + ")")
+    comp = parse("HloModule m\n\nENTRY main {\n" + "\n".join(lines) + "\n}\n").entry
+    assert [i.name for i in list_schedule(comp)] == [i.name for i in _list_schedule_scan(comp)]
 
 
 @pytest.mark.parametrize("name", sorted(SCHEDULERS))

@@ -1147,10 +1147,16 @@ def _heap_keys(heap_slots: list["_Slot"], group_of: dict[int, int],
                     clock += 1
     out: dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
     for s in heap_slots:
-        first = min(s.members, key=lambda m: (began[m.id], xla_id[m.id]))
-        last_end = max(ended[m.id] for m in s.members)
-        out[s.id] = ((-s.size, began[first.id] - ended[first.id], xla_id[first.id]),
-                     (began[first.id] - last_end, -s.size, xla_id[first.id]))
+        members = s.members
+        if len(members) == 1:  # most slots
+            first = members[0]
+            last_end = ended[first.id]
+        else:
+            first = min(members, key=lambda m: (began[m.id], xla_id[m.id]))
+            last_end = max(ended[m.id] for m in members)
+        key = xla_id[first.id]
+        start = began[first.id]
+        out[s.id] = ((-s.size, start - ended[first.id], key), (start - last_end, -s.size, key))
     return out
 
 
