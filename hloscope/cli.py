@@ -200,23 +200,29 @@ def memory(file: str, pre_file: Optional[str], backend: Optional[str], as_json: 
     constants, temp peak and packed temp (XLA's temp_size_in_bytes), the intermediates fusion
     eliminated, and the largest buffers live at the peak."""
     from hloscope.analysis import helper
+    from hloscope.analysis.backends import backend_for
     from hloscope.analysis.memory import memory_report, nothing_to_expand
     # On a large module the unfused estimate goes to a fork of this process as soon as the
     # module is parsed; here the module is verified and its fused figures computed meanwhile.
     # A module without fusions is its own unfused program: nothing to fork for.
+    # Where the backend has several schedulers the child leaves the last one to this process.
     aid: list[helper.ForkedUnfused] = []
+    here: list[tuple[str, ...]] = [()]
 
     def fork(module: Module, size: int) -> None:
         if nothing_to_expand(module):
             return
-        child = helper.fork_unfused(module, backend, size)
+        there, mine = helper.split_schedulers(backend_for(module, backend).schedulers)
+        child = helper.fork_unfused(module, backend, size, there)
         if child is not None:
             aid.append(child)
+            here[0] = mine
     try:
         post = load_module(file, parsed=fork)
         pre = load_module(pre_file) if pre_file else None
         report = memory_report(post, backend, pre,
-                               unfused_of=aid[0].result if aid else None)
+                               unfused_of=aid[0].result if aid else None,
+                               unfused_here=here[0])
     finally:
         for child in aid:
             child.close()

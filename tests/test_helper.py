@@ -191,20 +191,26 @@ def _forks_of_any_module(monkeypatch) -> list[int]:
     pids: list[int] = []
     inner = helper.ForkedUnfused.__init__
 
-    def init(self, module, backend):  # type: ignore[no-untyped-def]
-        inner(self, module, backend)
+    def init(self, module, backend, schedulers=None):  # type: ignore[no-untyped-def]
+        inner(self, module, backend, schedulers)
         pids.append(self._pid)
     monkeypatch.setattr(helper.ForkedUnfused, "__init__", init)
     return pids
 
 
 @FORKS
-def test_the_memory_command_prints_the_same_with_and_without_its_fork(monkeypatch) -> None:
+@pytest.mark.parametrize("post, pre", [
+    (POST, PRE),
+    # tpu: three schedulers, the last one tried by the command itself
+    (fixture_path("tpu-v3", "bert_layer_train_step.post.hlo"),
+     fixture_path("tpu-v3", "bert_layer_train_step.pre.hlo"))], ids=["cpu", "tpu-v3"])
+def test_the_memory_command_prints_the_same_with_and_without_its_fork(monkeypatch, post,
+                                                                      pre) -> None:
     from click.testing import CliRunner
 
     from hloscope import cli
     forks = _forks_of_any_module(monkeypatch)
-    args = ["memory", POST, "--pre", PRE, "--json"]
+    args = ["memory", post, "--pre", pre, "--json"]
     forked = CliRunner().invoke(cli.main, args)
     assert forked.exit_code == 0, forked.output
     assert len(forks) == 1
@@ -254,3 +260,32 @@ def test_the_memory_command_forks_nothing_for_a_module_without_fusions(monkeypat
     assert r["unfused_schedule"] == "as given"
     assert r["unfused"]["temp_packed_bytes"] == r["fused"]["temp_packed_bytes"] > 0
     assert r["eliminated"]["count"] == 0
+
+
+def test_the_schedulers_are_shared_with_the_last_one_left_to_the_command() -> None:
+    assert helper.split_schedulers(("bfs",)) == (("bfs",), ())
+    assert helper.split_schedulers(("list", "dfs", "post-order")) == \
+        (("list", "dfs"), ("post-order",))
+    assert helper.split_schedulers(("a", "b")) == (("a",), ("b",))
+
+
+@pytest.mark.parametrize("name", ["bert_layer_train_step", "convnet_train_step",
+                                  "layer_norm"])
+def test_unfused_parts_under_some_schedulers_give_the_part_under_all(name: str) -> None:
+    """Split any way into leading and trailing schedulers, the cheaper of the two parts
+    (memory.cheaper) is the part of trying every scheduler in one process, ties to the
+    earlier scheduler as there."""
+    from hloscope.analysis.backends import backend_for
+    from hloscope.analysis.memory import cheaper
+    module = parse(_text(fixture_path("tpu-v3", f"{name}.post.hlo")))
+    schedulers = backend_for(module, None).schedulers
+    assert len(schedulers) == 3
+    whole = unfused_part(module)
+    for k in range(1, len(schedulers)):
+        first = unfused_part(module, schedulers=schedulers[:k])
+        rest = unfused_part(module, schedulers=schedulers[k:])
+        assert cheaper(first, rest) == whole
+    with pytest.raises(ValueError):
+        unfused_part(module, schedulers=("bfs",))
+    with pytest.raises(ValueError):
+        unfused_part(module, schedulers=())

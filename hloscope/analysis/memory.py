@@ -81,20 +81,25 @@ def nothing_to_expand(module: Module) -> bool:
     return not module.fused_computation_names()
 
 
-def unfused_analysis(module: Module, backend: Backend, fused: Optional[Analysis] = None
+def unfused_analysis(module: Module, backend: Backend, fused: Optional[Analysis] = None,
+                     schedulers: Optional[tuple[str, ...]] = None
                      ) -> tuple[Analysis, Unfused, str]:
-    """Liveness of the expanded module under each of the backend's schedulers; the cheapest
-    (XLA's default memory scheduler keeps the minimum; cpu has one, breadth-first). A module
+    """Liveness of the expanded module under each of the backend's schedulers (or of
+    ``schedulers``, some of them); the cheapest, the first of equal ones (XLA's default
+    memory scheduler keeps the minimum; cpu has one, breadth-first). A module
     with nothing to expand is its own unfused program, in its own order (``AS_GIVEN``; its
     analysis is ``fused`` when given): re-scheduled, the scheduler's order alone would read
     as memory fusion saves (a pre-optimization llama step: 179 GiB "saved" without a
     fusion)."""
+    if schedulers is not None and (not schedulers or
+                                   not set(schedulers) <= set(backend.schedulers)):
+        raise ValueError(f"schedulers {schedulers!r}: some of {backend.schedulers!r}")
     expanded = unfuse(module, backend.unfuse_undo)
     if nothing_to_expand(module):
         return (fused if fused is not None else analyze(module, backend)), expanded, AS_GIVEN
     program = {c.name for c in expanded.module.computations}
     best: Optional[tuple[Analysis, str]] = None
-    for name in backend.schedulers:
+    for name in schedulers or backend.schedulers:
         a = analyze(reschedule(expanded.module, SCHEDULERS[name], program), backend)
         if best is None or a.figures.temp_packed_bytes < best[0].figures.temp_packed_bytes:
             best = (a, name)
@@ -157,33 +162,49 @@ class UnfusedPart:
 
 @gc_paused
 def unfused_part(module: Module, backend: Optional[str] = None,
-                 fused: Optional[Analysis] = None) -> UnfusedPart:
+                 fused: Optional[Analysis] = None,
+                 schedulers: Optional[tuple[str, ...]] = None) -> UnfusedPart:
     """The unfused estimate of ``module`` and the intermediates fusion eliminated
-    (``fused``: the module's own analysis, where it is done already)."""
+    (``fused``: the module's own analysis, where it is done already; ``schedulers``: some of
+    the backend's, the rest tried elsewhere: ``cheaper`` picks between the two parts)."""
     be = backend_for(module, backend)
-    unfused, expanded, schedule = unfused_analysis(module, be, fused)
+    unfused, expanded, schedule = unfused_analysis(module, be, fused, schedulers)
     return UnfusedPart(unfused.figures, schedule, eliminated_intermediates(unfused, expanded),
                        expanded.merged, timeline_of(unfused, "unfused"), expanded.undone)
+
+
+def cheaper(earlier: UnfusedPart, later: UnfusedPart) -> UnfusedPart:
+    """Of two unfused parts for different schedulers (``earlier``'s before ``later``'s in
+    the backend's order), the one ``unfused_analysis`` keeps over all of them: the smaller
+    packed temp, the earlier of equal ones."""
+    return later if later.figures.temp_packed_bytes < earlier.figures.temp_packed_bytes \
+        else earlier
 
 
 @gc_paused
 def memory_report(module: Module, backend: Optional[str] = None,
                   pre: Optional[Module] = None,
                   eager_of_pre: Optional[Analysis] = None,
-                  unfused_of: Optional[Callable[[], Optional[UnfusedPart]]] = None
-                  ) -> MemoryReport:
+                  unfused_of: Optional[Callable[[], Optional[UnfusedPart]]] = None,
+                  unfused_here: tuple[str, ...] = ()) -> MemoryReport:
     """Fused, unfused and (given ``pre``) eager; ``eager_of_pre`` is ``eager_analysis(pre)``
     when it was done already. ``unfused_of``, when given, returns ``unfused_part(module,
     backend)`` computed elsewhere (or None, and it is computed here); it is asked once the
-    fused figures are done."""
+    fused figures are done, and once the unfused estimate under ``unfused_here`` (the last
+    of the backend's schedulers, which ``unfused_of`` leaves out) is done here."""
     be = backend_for(module, backend)
     fused = analyze(module, be)
     saved = saved_for_backward(fused)
     eager = eager_of_pre if eager_of_pre is not None else \
         eager_analysis(pre) if pre is not None else None
+    elsewhere = tuple(s for s in be.schedulers if s not in unfused_here)
+    here = unfused_part(module, be.name, fused, unfused_here) if unfused_here else None
     part = unfused_of() if unfused_of is not None else None
-    if part is None:
-        part = unfused_part(module, be.name, fused)
+    if part is None and elsewhere:
+        part = unfused_part(module, be.name, fused, elsewhere)
+    if here is not None:
+        part = here if part is None else cheaper(part, here)
+    assert part is not None
     detail = part.eliminated
     fused_figures = dataclasses.replace(fused.figures,
                                         eliminated=Eliminated(detail.count, detail.bytes))
