@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 from hloscope.analysis.backends import Backend, backend_for
 from hloscope.analysis.heap import Interval, pack
@@ -32,6 +32,7 @@ VIEWS = frozenset({"bitcast", "get-tuple-element", "tuple"})
 CONTROL_FLOW = frozenset({"while", "conditional", "call"})
 
 Index = tuple[int, ...]
+T = TypeVar("T")
 Tree = dict[Index, int]  # shape index → value id, for every index of an instruction's shape
 
 
@@ -929,11 +930,13 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # the dump's value ids follow it, and schedule order instead moved the bf16 step by 45%).
     group_size = {g: max(v.size for v in members) for g, members in temp_groups}
     post_get = post.get
-    temp_groups.sort(key=lambda gm: (-group_size[gm[0]],
-                                     post_get(gm[1][0].computation, gm[1][0].instruction, 0)
-                                     if len(gm[1]) == 1 else
-                                     min(post_get(v.computation, v.instruction, 0)
-                                         for v in gm[1]), buffer_key(gm[1])))
+    # The buffer id breaks the remaining ties, computed only for the groups in a tie (a
+    # multi-output op's elements of one size, say), not for every group.
+    temp_groups = _sort_ties_apart(
+        temp_groups, lambda gm: (-group_size[gm[0]], post_get(
+            gm[1][0].computation, gm[1][0].instruction, 0) if len(gm[1]) == 1 else
+            min(post_get(v.computation, v.instruction, 0) for v in gm[1])),
+        lambda gm: buffer_key(gm[1]))
     heap_slots: list[_Slot] = []
     delayed: list[tuple[int, list[Value]]] = []
     for g, members in temp_groups:
@@ -1089,6 +1092,29 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         other_memory_spaces=other_spaces, heap_order=placement.order,
         thread_local_count=len(thread_local), thread_local_bytes=sum(thread_local))
     return Analysis(module, be, schedule, values, buffers, figures, tuple(timeline))
+
+
+def _sort_ties_apart(items: list[T], key: Callable[[T], Any],
+                     tie_break: Callable[[T], Any]) -> list[T]:
+    """``items`` sorted by (``key``, ``tie_break``), with ``tie_break`` computed only where
+    two keys are equal."""
+    keyed = sorted(((key(item), item) for item in items), key=_first)
+    out: list[T] = []
+    start, n = 0, len(keyed)
+    while start < n:
+        stop = start + 1
+        while stop < n and keyed[stop][0] == keyed[start][0]:
+            stop += 1
+        if stop - start == 1:
+            out.append(keyed[start][1])
+        else:
+            out.extend(sorted((item for _, item in keyed[start:stop]), key=tie_break))
+        start = stop
+    return out
+
+
+def _first(pair: tuple[Any, Any]) -> Any:
+    return pair[0]
 
 
 def _heap_keys(heap_slots: list["_Slot"], group_of: dict[int, int],

@@ -83,6 +83,7 @@ class Shape:
     _text: str = field(default="", compare=False, repr=False, hash=False)
     _bytes: int = field(default=-1, compare=False, repr=False, hash=False)
     _bare_text: str = field(default="", compare=False, repr=False, hash=False)
+    _padded: int = field(default=-1, compare=False, repr=False, hash=False)
 
     @property
     def is_tuple(self) -> bool:
@@ -130,7 +131,10 @@ class Shape:
 
     @property
     def padded_bytes(self) -> int:
-        """Bytes with the minor dimensions rounded up to the layout's first tile."""
+        """Bytes with the minor dimensions rounded up to the layout's first tile (made once:
+        the tpu liveness asks for each value's)."""
+        if self._padded >= 0:
+            return self._padded
         if not self.is_array or self.layout is None or not self.layout.tiles:
             return self.logical_bytes
         tile = self.layout.tiles[0]
@@ -142,7 +146,9 @@ class Shape:
         for i, t in enumerate(tile):
             if t is not None and t > 0:
                 physical[k + i] = -(-physical[k + i] // t) * t
-        return (math.prod(physical) * self.element_bits + 7) // 8
+        n = (math.prod(physical) * self.element_bits + 7) // 8
+        object.__setattr__(self, "_padded", n)
+        return n
 
     @property
     def total_logical_bytes(self) -> int:
