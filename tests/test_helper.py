@@ -289,3 +289,15 @@ def test_unfused_parts_under_some_schedulers_give_the_part_under_all(name: str) 
         unfused_part(module, schedulers=("bfs",))
     with pytest.raises(ValueError):
         unfused_part(module, schedulers=())
+
+
+def test_the_command_takes_only_the_last_schedulers() -> None:
+    """memory_report keeps the earlier part of equal ones, so the schedulers it tries itself
+    must be the backend's last; anything else is refused, not quietly mis-ordered."""
+    from hloscope.analysis.memory import memory_report
+    module = parse(_text(fixture_path("tpu-v3", "layer_norm.post.hlo")))
+    whole = memory_report(module)
+    assert memory_report(module, unfused_here=("post-order",)).unfused == whole.unfused
+    assert memory_report(module, unfused_here=("dfs", "post-order")).unfused == whole.unfused
+    with pytest.raises(ValueError):
+        memory_report(module, unfused_here=("list",))

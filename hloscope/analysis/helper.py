@@ -192,9 +192,9 @@ def fork_unfused(module: Module, backend: Optional[str], size: int,
 def split_schedulers(schedulers: tuple[str, ...]
                      ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The backend's memory schedulers shared between a forked child and the command: the
-    command, done with its fused figures long before the child (on a tpu-v3 llama step 0.3 s
-    of 3.2 s), takes the last one (each is a liveness of the whole unfused module), the
-    child the others. One scheduler (cpu, gpu): all of it in the child."""
+    command, done with its fused figures long before the child (on a tpu-v3 llama step it
+    then waited 2 s of 3.2 s), takes the last one (each is a liveness of the whole unfused
+    module), the child the others. One scheduler (cpu, gpu): all of it in the child."""
     if len(schedulers) < 2:
         return schedulers, ()
     return schedulers[:-1], schedulers[-1:]

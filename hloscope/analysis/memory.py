@@ -197,7 +197,10 @@ def memory_report(module: Module, backend: Optional[str] = None,
     saved = saved_for_backward(fused)
     eager = eager_of_pre if eager_of_pre is not None else \
         eager_analysis(pre) if pre is not None else None
-    elsewhere = tuple(s for s in be.schedulers if s not in unfused_here)
+    if unfused_here and be.schedulers[len(be.schedulers) - len(unfused_here):] != unfused_here:
+        # cheaper() keeps the earlier part of equal ones: this process's must come last
+        raise ValueError(f"unfused_here {unfused_here!r}: the last of {be.schedulers!r}")
+    elsewhere = be.schedulers[:len(be.schedulers) - len(unfused_here)]
     here = unfused_part(module, be.name, fused, unfused_here) if unfused_here else None
     part = unfused_of() if unfused_of is not None else None
     if part is None and elsewhere:
