@@ -12,6 +12,7 @@ memory, measured instead of estimated.
 
 from __future__ import annotations
 
+import functools
 import linecache
 from collections import defaultdict
 from dataclasses import dataclass
@@ -73,8 +74,7 @@ def source_line(path: str, line: int) -> str:
 def backward_boundary(a: Analysis) -> Optional[int]:
     """The step of the first instruction of the backward pass, or None (no gradient)."""
     for step, (_comp, instr) in enumerate(a.schedule):
-        name = instr.metadata.op_name if instr.metadata else ""
-        if name and any(m in name for m in BACKWARD_MARKERS):
+        if _backward(instr):
             return step
     return None
 
@@ -105,7 +105,12 @@ def _groups(values: list[Value], key: str) -> tuple[SavedGroup, ...]:
 
 
 def _backward(instr: Any) -> bool:
-    name = instr.metadata.op_name if instr.metadata else ""
+    return _backward_name(instr.metadata.op_name if instr.metadata else "")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _backward_name(name: str) -> bool:
+    """Whether an op_name is a backward pass's; asked per value, of a few thousand names."""
     return bool(name) and any(m in name for m in BACKWARD_MARKERS)
 
 
