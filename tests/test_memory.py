@@ -278,6 +278,7 @@ def test_the_compiled_tree_places_exactly_like_the_python_tree(specs, alignment,
     """hloscope.analysis._heaptree (the placement loop in C) gives the Python tree's offsets
     and heap, also where both stop early at ``give_up`` (the offsets placed so far)."""
     from hloscope.analysis.heap import Interval, _place_tree
+    assert heap_module._compiled_place is not None, "the compiled loop is not built"
     intervals = [Interval(i, size, tuple((s, s + n) for s, n in ranges))
                  for i, (ranges, size) in enumerate(specs)]
     key = (lambda iv: (-iv.size, -(iv.end - iv.start), iv.id)) if spatial else \
