@@ -6,9 +6,9 @@
  * ancestors). A query over [start, end] reads the "below" of its tiles and the "stored" of
  * their ancestors, then takes the smallest free gap that holds the buffer (the lowest offset
  * of equal ones; the top of the heap if none), as heap._best_fit_bounds does. Offsets are
- * 64-bit: the caller uses this only when every offset fits (heap.py keeps the Python tree for
- * larger heaps and when this module is not built). heap.py is the reference; a test compares
- * the two on drawn buffers.
+ * 64-bit: where the sizes, aligned and summed, might not fit, place() returns None and heap.py
+ * places in Python, as it does where this module is not built. heap.py is the reference; a
+ * test compares the two on drawn buffers.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,10 +21,16 @@ typedef struct {
     Py_ssize_t n, cap;
 } Vec;
 
+/* a capacity of at least ``need``: ``cap`` doubled (``least`` when there is none yet) */
+static Py_ssize_t grown(Py_ssize_t cap, Py_ssize_t need, Py_ssize_t least) {
+    cap = cap ? cap * 2 : least;
+    while (cap < need) cap *= 2;
+    return cap;
+}
+
 static int vec_reserve(Vec *v, Py_ssize_t need) {
     if (need <= v->cap) return 0;
-    Py_ssize_t cap = v->cap ? v->cap * 2 : 4;
-    while (cap < need) cap *= 2;
+    Py_ssize_t cap = grown(v->cap, need, 4);
     int64_t *lo = PyMem_Realloc(v->lo, (size_t)cap * sizeof(int64_t));
     if (!lo) return -1;
     v->lo = lo;
@@ -141,8 +147,7 @@ static int append(Scratch *dst, const Vec *src) {
     if (!src->n) return 0;
     Py_ssize_t need = dst->n + src->n;
     if (need > dst->cap) {
-        Py_ssize_t cap = dst->cap ? dst->cap * 2 : 256;
-        while (cap < need) cap *= 2;
+        Py_ssize_t cap = grown(dst->cap, need, 256);
         Busy *buf = PyMem_Realloc(dst->buf, (size_t)cap * sizeof(Busy));
         if (!buf) return -1;
         dst->buf = buf;
@@ -152,7 +157,7 @@ static int append(Scratch *dst, const Vec *src) {
         dst->cap = cap;
     }
     if (dst->runs >= dst->run_cap) {
-        Py_ssize_t cap = dst->run_cap ? dst->run_cap * 2 : 64;
+        Py_ssize_t cap = grown(dst->run_cap, dst->runs + 1, 64);
         Py_ssize_t *run = PyMem_Realloc(dst->run, (size_t)cap * sizeof(Py_ssize_t));
         if (!run) return -1;
         dst->run = run;
@@ -285,6 +290,10 @@ static PyObject *place(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
+    if (alignment >= limit) {  /* no offset past 0 would fit: Python places */
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
     int64_t room = alignment;  /* the sizes aligned and summed: past every offset */
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *r = PyList_GET_ITEM(ranges_obj, i);
@@ -302,7 +311,7 @@ static PyObject *place(PyObject *self, PyObject *args) {
             goto done;
         }
         sizes[i] = size;
-        room += (size + alignment - 1) / alignment * alignment;
+        room += align_up(size, alignment);
         if (room >= limit) {
             result = Py_NewRef(Py_None);
             goto done;

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import sys
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
 from hloscope.analysis.backends import Backend, backend_for
@@ -1098,7 +1099,7 @@ def _sort_ties_apart(items: list[T], key: Callable[[T], Any],
                      tie_break: Callable[[T], Any]) -> list[T]:
     """``items`` sorted by (``key``, ``tie_break``), with ``tie_break`` computed only where
     two keys are equal."""
-    keyed = sorted(((key(item), item) for item in items), key=_first)
+    keyed = sorted(((key(item), item) for item in items), key=itemgetter(0))
     out: list[T] = []
     start, n = 0, len(keyed)
     while start < n:
@@ -1111,10 +1112,6 @@ def _sort_ties_apart(items: list[T], key: Callable[[T], Any],
             out.extend(sorted((item for _, item in keyed[start:stop]), key=tie_break))
         start = stop
     return out
-
-
-def _first(pair: tuple[Any, Any]) -> Any:
-    return pair[0]
 
 
 def _heap_keys(heap_slots: list["_Slot"], group_of: dict[int, int],

@@ -259,9 +259,9 @@ class Computation:
     def root(self) -> Instruction:
         root = self._root
         if root is None:
-            root = next((i for i in self.instructions if i.is_root), None)
-            if root is None:
-                root = self.instructions[-1]
+            if not self.instructions:
+                raise IndexError(f"computation {self.name} has no instructions")
+            root = next((i for i in self.instructions if i.is_root), self.instructions[-1])
             object.__setattr__(self, "_root", root)
         return root
 
