@@ -3,9 +3,15 @@ frame tables, attributes kept verbatim, and a round trip for every fixture."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import HLO_FIXTURES, fixture_id, fixture_path
+from hloscope.hlo import parser as parser_module
 from hloscope.hlo.ir import FusionKind, InputOutputAlias
 from hloscope.hlo.parser import parse, parse_file
 from hloscope.hlo.printer import print_module
@@ -454,6 +460,106 @@ def test_the_line_path_reads_the_common_forms_itself(k: int) -> None:
     """Read by the line path (by a match, or the line alone through the token path), or
     refused, as listed."""
     assert _agree(_plain_module(_LINE_CASES[k])) == (k in _READ_BY_THE_LINE_PATH)
+
+
+# --- the line match compiled (_hloline.c) against parser._read_line ---------------------------
+
+def _read_both(line: str):  # type: ignore[no-untyped-def]
+    """_hloline.read_line's answer for ``line``, asserted equal to parser._read_line's (the
+    attributes too, and each one from attribute_of when its value is one token)."""
+    from hloscope.hlo import parser
+    from hloscope.hlo.ir import Attribute
+    assert parser._read_line_compiled is not None, "the compiled line match is not built"
+    shared_c: dict = {}
+    shared_py: dict = {}
+    compiled = parser._read_line_compiled(line, shared_c, Attribute)
+    reference = parser._read_line(line, shared_py)
+    if compiled is None and reference is not None:  # the two forms it leaves to the tokens
+        assert max(map(ord, line)) > 0xFF or sum(map(line.count, "{[(")) > 64, line
+        return None
+    assert compiled == reference, line
+    if compiled is not None:  # (the Python match may keep attributes of a line it refuses)
+        assert shared_c == shared_py, line
+        flags = compiled[:1]
+        assert type(flags[0]) is bool
+        for got in (compiled[1], compiled[3], *(a.key for a in compiled[6]),
+                    *(compiled[5] or ())):
+            assert got is sys.intern(got)  # interned, as the Python match does
+        for a in compiled[6]:
+            row = (a.key, a.value)
+            assert row not in shared_c or shared_c[row] is a
+    return compiled
+
+
+needs_hloline = pytest.mark.skipif(
+    parser_module._read_line_compiled is None and
+    not os.environ.get("HLOSCOPE_REQUIRE_COMPILED"),
+    reason="hloscope.hlo._hloline is not built (no C compiler at install): the parser "
+           "matches lines in Python instead")
+
+
+@needs_hloline
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_the_compiled_line_match_reads_every_fixture_line_as_python_does(path: str) -> None:
+    with open(path) as f:
+        lines = f.read().split("\n")
+    assert sum(_read_both(line) is not None for line in lines) or \
+        "handwritten" in path
+
+
+@needs_hloline
+def test_the_compiled_line_match_takes_the_forms_it_should() -> None:
+    from hloscope.hlo.ir import Attribute
+    read = _read_both('  ROOT %a-1.2 = f32[2,3]{1,0} add(%x, y.1), '
+                      'metadata={op_name="q\\"{" source_line=3}, index=-1.5e3, '
+                      'backend_config={"k":[1,{"v":"x"}]}, to_apply=%f')
+    assert read is not None
+    root, name, shape, opcode, inner, operands, attributes = read
+    assert (root, name, shape, opcode, inner, operands) == \
+        (True, "a-1.2", "f32[2,3]{1,0}", "add", "%x, y.1", ("x", "y.1"))
+    assert [str(a) for a in attributes] == [
+        'metadata={op_name="q\\"{" source_line=3}', "index=-1.5e3",
+        'backend_config={"k":[1,{"v":"x"}]}', "to_apply=%f"]
+    assert _read_both("  %p = s32[] parameter(0)")[5] is None  # "0" is not a name list
+    assert _read_both("  %t = () tuple()") is None  # a tuple shape: the token path's
+    for line in ["  %a- = f32[] add(x)", "  %a = f32[] add(x), k=", "  %a = f32[] add(x), k=1x",
+                 "  %a = f32[] add(x),k=1", "  %a = f32[] add(x), k={a}b", "  %a = f32[] a(b(c))",
+                 "  %a = f32[] add(x), k=\"open", "  %a = f32[]{0 add(x)",
+                 "  %a = f32[] add(x), k={[}]}",
+                 "  %a = f32[] add(x), k=" + "{" * 70 + "}" * 70]:  # (the tokens')
+        assert _read_both(line) is None, line
+    assert _read_both("  %a = f32[] add(x), k=" + "{" * 60 + "}" * 60) is not None
+    assert _read_both("  %é = f32[] add(x)") is None  # no name
+    assert _read_both("  ROOT = f32[] add(x)")[:2] == (False, "ROOT")  # as the regex reads
+    assert _read_both("  ROOT ROOT = f32[] add(x)")[:2] == (True, "ROOT")
+    wide = '  %a = f32[] add(x), metadata={op_name="\u4e2d"}'  # past U+00FF: the tokens'
+    assert parser_module._read_line_compiled(wide, {}, Attribute) is None
+    assert parser_module._read_line(wide, {}) is not None
+    with pytest.raises(TypeError):
+        parser_module._read_line_compiled(b"x", {}, Attribute)  # type: ignore[arg-type]
+
+
+_PIECES = ["  ", "ROOT ", "%", "a", "b.1", "-2", " = ", "f32[2,3]", "{1,0}", "pred[]", " ",
+           "add", "(", ")", "%x", ", ", "y", "k=", "{", "}", "[", "]", '"s"', '"\\"', '"',
+           "1", "-1.5e3", ".5", "e", "=", ",", ":", "\t", "x-", "é", "\\", "{a=1}", "\u4e2d",
+           "ROOT = "]
+
+
+@needs_hloline
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30),
+       st.lists(st.tuples(st.integers(0, 300), st.sampled_from(_PIECES)), max_size=3))
+def test_the_compiled_line_match_agrees_on_drawn_lines(pieces, edits) -> None:  # type: ignore
+    """Lines of grammar pieces, and real instruction lines with pieces put in: the compiled
+    match reads each as parser._read_line does, or neither reads it."""
+    line = "".join(pieces)
+    _read_both(line)
+    real = '  ROOT %add.1 = f32[4,2]{1,0} add(%p0, p1), metadata={op_name="jit(f)/add" ' \
+        'source_file="x.py" source_line=3}, backend_config={"a":[1,{"b":2}]}, index=1'
+    for at, piece in edits:
+        at = min(at, len(real))
+        real = real[:at] + piece + real[at:]
+    _read_both(real)
 
 
 def test_the_line_path_agrees_on_mangled_texts() -> None:

@@ -14,7 +14,7 @@ import re
 import sys
 from itertools import accumulate, compress, repeat
 from operator import sub
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from hloscope.hlo import attributes as attrs
 from hloscope.hlo.gcpause import gc_paused
@@ -1477,6 +1477,59 @@ class _GiveUp(Exception):
     """The line path met what only the token path may read."""
 
 
+_ReadLine = tuple[bool, str, str, str, str, Optional[tuple[str, ...]], tuple[Attribute, ...]]
+
+
+def _read_line(line: str, attribute_of: dict[tuple[str, str], Attribute],
+               make: type[Attribute] = Attribute) -> Optional[_ReadLine]:
+    """One instruction line as XLA prints it, matched whole: whether it is the root, its
+    name, shape text, opcode and the text between its parentheses; the names in that text
+    (None where it is not a list of names) and the attributes. None where the line is not
+    in that form. Names, opcodes and attribute keys are interned; an attribute whose value
+    is one token is made once per module, in ``attribute_of``.
+
+    The reference for _hloline.read_line, the same in C (built by setup.py where a C
+    compiler is; tests/test_parser.py holds the two equal)."""
+    m = _LINE_RE.match(line)
+    if m is None:
+        return None
+    intern = sys.intern
+    root, name, shape_text, opcode, inner = m.groups()
+    end, size = m.end(), len(line)
+    found = []
+    while end < size:
+        a = _ATTR_RE.match(line, end)
+        if a is not None:
+            kv: tuple[str, str] = a.group(1, 2)  # type: ignore[assignment]
+            at = attribute_of.get(kv)
+            if at is None:
+                at = attribute_of[kv] = make(intern(kv[0]), kv[1])
+            found.append(at)
+            end = a.end()
+            continue
+        a = _KEY_RE.match(line, end)
+        if a is None:
+            return None
+        value_end = _nested_end(line, a.end())
+        if value_end < 0:
+            return None
+        found.append(make(intern(a.group(1)), line[a.end():value_end]))
+        end = value_end
+    operands = None
+    if _OPERANDS_RE.fullmatch(inner) is not None:
+        operands = tuple(map(intern, inner.replace("%", "").split(", "))) if inner else ()
+    return (root is not None, intern(name), shape_text, intern(opcode), inner, operands,
+            tuple(found))
+
+
+_read_line_compiled: Optional[Callable[[str, dict[tuple[str, str], Attribute],
+                                        type[Attribute]], Optional[_ReadLine]]]
+try:
+    from hloscope.hlo._hloline import read_line as _read_line_compiled
+except ImportError:  # pragma: no cover - exercised on installs without a C compiler
+    _read_line_compiled = None
+
+
 def _balanced_braces(text: str) -> bool:
     depth = 0
     for c in text:
@@ -1582,12 +1635,10 @@ class _LineReader:
         instructions: list[Instruction] = []
         defined: set[str] = set()
         roots = 0
-        match_line, match_attr, match_key = _LINE_RE.match, _ATTR_RE.match, _KEY_RE.match
-        operands_form = _OPERANDS_RE.fullmatch
+        read_line = _read_line_compiled or _read_line
         shapes = _shape_cache
         memo, configs = self.metadata, self.configs
         attribute_of = self.attributes
-        intern = sys.intern
         # Each instruction's shape by name, kept from the first operand given with a shape on.
         shape_of: Optional[dict[str, Shape]] = None
         called = self.called
@@ -1597,57 +1648,31 @@ class _LineReader:
                 raise _GiveUp
             line = lines[n]
             n += 1
-            m = match_line(line)
+            read = read_line(line, attribute_of, Attribute)
             instr = None
-            if m is not None:
-                root, name, shape_text, opcode, inner = m.groups()
-                end = m.end()
-                size = len(line)
-                attributes: tuple[Attribute, ...] = ()
-                if end < size:
-                    found = []
-                    while end < size:
-                        a = match_attr(line, end)
-                        if a is not None:
-                            kv: tuple[str, str] = a.group(1, 2)  # type: ignore[assignment]
-                            at = attribute_of.get(kv)
-                            if at is None:
-                                at = attribute_of[kv] = Attribute(intern(kv[0]), kv[1])
-                            found.append(at)
-                            end = a.end()
-                            continue
-                        a = match_key(line, end)
-                        if a is None:
-                            break
-                        value_end = _nested_end(line, a.end())
-                        if value_end < 0:
-                            break
-                        found.append(Attribute(intern(a.group(1)), line[a.end():value_end]))
-                        end = value_end
-                    attributes = tuple(found)
-                if end == size and name != "ROOT":
+            if read is not None:
+                root, name, shape_text, opcode, inner, operands, attributes = read
+                if name != "ROOT":
                     shape = shapes.get(shape_text) or _shape(shape_text)
                     parameter_number = literal = None
-                    operands: tuple[str, ...] = ()
                     ok = True
                     if opcode == "parameter":
                         ok = inner.isascii() and inner.isdigit()
                         if ok:
                             parameter_number = int(inner)
+                        operands = ()
                     elif opcode == "constant":
                         literal = inner.strip(" ")
                         ok = bool(literal) and _LITERAL_RE.fullmatch(inner) is not None and \
                             _balanced_braces(inner)
-                    elif inner:
-                        ok = operands_form(inner) is not None
-                        if ok:
-                            operands = tuple(map(intern,
-                                                 inner.replace("%", "").split(", ")))
+                        operands = ()
+                    elif operands is None:
+                        ok = False
                     if ok:
                         try:  # a computation written in place is a _BadAttribute here
-                            instr = _instruction(intern(name), intern(opcode), shape,
-                                                 operands, attributes, root is not None,
-                                                 parameter_number, literal, memo, configs)
+                            instr = _instruction(name, opcode, shape, operands, attributes,
+                                                 root, parameter_number, literal, memo,
+                                                 configs)
                         except _BadAttribute:
                             raise _GiveUp from None
             if instr is None:

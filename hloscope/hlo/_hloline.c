@@ -1,0 +1,335 @@
+/* hloscope.hlo._hloline: the parser's line path match in C, the same grammar.
+ *
+ * read_line(line, attribute_of, Attribute) reads one instruction line as XLA prints it:
+ *   [ROOT ]%name = shape opcode(inner), key=value, ...
+ * and returns (is_root, name, shape_text, opcode, inner, operands, attributes), exactly what
+ * parser._read_line (the regular expressions _LINE_RE, _ATTR_RE, _KEY_RE and _nested_end)
+ * returns for it; None where that returns None, and also where a line has a character past
+ * U+00FF or brackets nested past 64 deep in a value: the parser then reads the line with its
+ * token path, as it does every line the match refuses. parser.py is the reference; a test
+ * compares the two on drawn lines and on every line of the fixtures.
+ *
+ * name and opcode are interned, and so is every attribute's key. A value that is one token
+ * (attribute_of's rows) is looked up in attribute_of by (key, value) and made there once by
+ * Attribute(key, value); a nested one (a backend config's JSON) is made each time. operands
+ * is the names in inner, '%' dropped and interned, or None where inner is not a name list.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+typedef const Py_UCS1 *Text;
+
+static int name_start(Py_UCS1 c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+static int name_part(Py_UCS1 c) {
+    return name_start(c) || (c >= '0' && c <= '9') || c == '.';
+}
+
+static int is_digit(Py_UCS1 c) { return c >= '0' && c <= '9'; }
+
+/* The name at i ([A-Za-z_][A-Za-z0-9_.]*(?:-[A-Za-z0-9_.]+)*) as far as it goes: its end, or
+ * -1 where there is none or a '-' follows it. Wherever the grammar reads a name, what must
+ * come next never starts with a name character or '-', so a shorter match never does. */
+static Py_ssize_t name_end(Text s, Py_ssize_t i, Py_ssize_t n) {
+    if (i >= n || !name_start(s[i])) return -1;
+    i++;
+    for (;;) {
+        while (i < n && name_part(s[i])) i++;
+        if (i < n && s[i] == '-') {
+            if (i + 1 < n && name_part(s[i + 1])) {
+                i++;
+                continue;
+            }
+            return -1;
+        }
+        return i;
+    }
+}
+
+/* The string at i (a '"'): the end after its closing quote, or -1 (parser._STRING_PATTERN). */
+static Py_ssize_t string_end(Text s, Py_ssize_t i, Py_ssize_t n) {
+    for (i++; i < n; i++) {
+        Py_UCS1 c = s[i];
+        if (c == '"') return i + 1;
+        if (c == '\n') return -1;
+        if (c == '\\') {
+            if (i + 1 >= n || s[i + 1] == '\n') return -1;
+            i++;
+        }
+    }
+    return -1;
+}
+
+/* The number at i ([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?), longest: its end, or -1. */
+static Py_ssize_t number_end(Text s, Py_ssize_t i, Py_ssize_t n) {
+    if (i < n && (s[i] == '-' || s[i] == '+')) i++;
+    if (i < n && is_digit(s[i])) {
+        while (i < n && is_digit(s[i])) i++;
+        if (i < n && s[i] == '.') {
+            i++;
+            while (i < n && is_digit(s[i])) i++;
+        }
+    } else if (i + 1 < n && s[i] == '.' && is_digit(s[i + 1])) {
+        i++;
+        while (i < n && is_digit(s[i])) i++;
+    } else {
+        return -1;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        Py_ssize_t j = i + 1;
+        if (j < n && (s[j] == '-' || s[j] == '+')) j++;
+        if (j < n && is_digit(s[j])) {
+            while (j < n && is_digit(s[j])) j++;
+            i = j;
+        }
+    }
+    return i;
+}
+
+/* A brace group at i with no brace inside outside strings: the end after its '}', or -1. */
+static Py_ssize_t flat_group_end(Text s, Py_ssize_t i, Py_ssize_t n) {
+    for (i++; i < n;) {
+        Py_UCS1 c = s[i];
+        if (c == '}') return i + 1;
+        if (c == '{' || c == '\n') return -1;
+        if (c == '"') {
+            i = string_end(s, i, n);
+            if (i < 0) return -1;
+        } else {
+            i++;
+        }
+    }
+    return -1;
+}
+
+static int nested_char(Py_UCS1 c) {
+    return name_part(c) || c == ':' || c == ',' || c == '+' || c == '-' || c == '=' || c == ' ';
+}
+
+#define MAX_DEPTH 64
+
+/* parser._nested_end: the end of the bracket group at i where every bracket outside strings
+ * closes the one opened last and ", " or the line's end follows it; else -1. */
+static Py_ssize_t nested_end(Text s, Py_ssize_t i, Py_ssize_t n) {
+    Py_UCS1 stack[MAX_DEPTH];
+    int depth = 0;
+    while (i < n) {
+        Py_UCS1 c = s[i];
+        if (c == '"') {
+            i = string_end(s, i, n);
+            if (i < 0) return -1;
+            continue;
+        }
+        if (c == '{' || c == '[' || c == '(') {
+            if (depth == MAX_DEPTH) return -1;
+            stack[depth++] = c;
+        } else if (c == '}' || c == ']' || c == ')') {
+            Py_UCS1 open = c == '}' ? '{' : c == ']' ? '[' : '(';
+            if (depth == 0 || stack[--depth] != open) return -1;
+            if (depth == 0) {
+                Py_ssize_t end = i + 1;
+                return end == n || (end + 1 < n && s[end] == ',' && s[end + 1] == ' ')
+                    ? end : -1;
+            }
+        } else if (!nested_char(c)) {
+            return -1;
+        }
+        i++;
+    }
+    return -1;
+}
+
+/* The interned text s[a:b] of line, or NULL with an error set. */
+static PyObject *interned(PyObject *line, Py_ssize_t a, Py_ssize_t b) {
+    PyObject *t = PyUnicode_Substring(line, a, b);
+    if (t) PyUnicode_InternInPlace(&t);
+    return t;
+}
+
+/* The names in s[a:b] ((?:%?NAME(?:, %?NAME)*)?), '%' dropped, interned; Py_None (a new
+ * reference) where it is not such a list; NULL with an error set. */
+static PyObject *operand_names(PyObject *line, Text s, Py_ssize_t a, Py_ssize_t b) {
+    Py_ssize_t count = 0, i = a;
+    if (a == b) return PyTuple_New(0);
+    for (;;) {  /* first the form, and how many */
+        if (i < b && s[i] == '%') i++;
+        i = name_end(s, i, b);
+        if (i < 0) Py_RETURN_NONE;
+        count++;
+        if (i == b) break;
+        if (i + 1 >= b || s[i] != ',' || s[i + 1] != ' ') Py_RETURN_NONE;
+        i += 2;
+    }
+    PyObject *names = PyTuple_New(count);
+    if (!names) return NULL;
+    i = a;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        if (s[i] == '%') i++;
+        Py_ssize_t e = name_end(s, i, b);
+        PyObject *name = interned(line, i, e);
+        if (!name) {
+            Py_DECREF(names);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(names, k, name);
+        i = e + 2;
+    }
+    return names;
+}
+
+/* One attribute's value from s[v:e]: attribute_of's (key, value) row, made once; a new
+ * reference, or NULL with an error set. */
+static PyObject *shared_attribute(PyObject *key, PyObject *value, PyObject *attribute_of,
+                                  PyObject *make) {
+    PyObject *row = PyTuple_Pack(2, key, value);
+    if (!row) return NULL;
+    PyObject *found = PyDict_GetItemWithError(attribute_of, row);
+    if (found) {
+        Py_DECREF(row);
+        Py_INCREF(found);
+        return found;
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(row);
+        return NULL;
+    }
+    PyObject *made = PyObject_CallFunctionObjArgs(make, key, value, NULL);
+    if (made && PyDict_SetItem(attribute_of, row, made) < 0) Py_CLEAR(made);
+    Py_DECREF(row);
+    return made;
+}
+
+static PyObject *read_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "read_line(line: str, attribute_of: dict, Attribute)");
+        return NULL;
+    }
+    PyObject *line = args[0], *attribute_of = args[1], *make = args[2];
+    if (PyUnicode_READY(line) < 0) return NULL;
+    if (PyUnicode_KIND(line) != PyUnicode_1BYTE_KIND) Py_RETURN_NONE;
+    Text s = PyUnicode_1BYTE_DATA(line);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(line), i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+    int root = n - i >= 5 && memcmp(s + i, "ROOT ", 5) == 0;
+    Py_ssize_t name0, name1, indent = i;
+    if (root) i += 5;
+name:
+    if (i < n && s[i] == '%') i++;
+    name0 = i;
+    name1 = name_end(s, i, n);
+    if (name1 < 0 || name1 + 3 > n || memcmp(s + name1, " = ", 3) != 0) {
+        if (!root) Py_RETURN_NONE;
+        root = 0;  /* "ROOT = ...": an instruction named ROOT, as the regular expression reads */
+        i = indent;
+        goto name;
+    }
+    Py_ssize_t shape0 = name1 + 3;
+    i = shape0;
+    if (i >= n || !(s[i] >= 'a' && s[i] <= 'z')) Py_RETURN_NONE;
+    while (i < n && ((s[i] >= 'a' && s[i] <= 'z') || is_digit(s[i]))) i++;
+    if (i >= n || s[i] != '[') Py_RETURN_NONE;
+    while (i < n && s[i] != ']' && s[i] != '\n') i++;
+    if (i >= n || s[i] != ']') Py_RETURN_NONE;
+    i++;
+    if (i < n && s[i] == '{') {  /* the layout */
+        i++;
+        while (i < n && s[i] != '{' && s[i] != '}' && s[i] != '\n') i++;
+        if (i >= n || s[i] != '}') Py_RETURN_NONE;
+        i++;
+    }
+    Py_ssize_t shape1 = i;
+    if (i >= n || s[i] != ' ') Py_RETURN_NONE;
+    Py_ssize_t op0 = i + 1, op1 = name_end(s, op0, n);
+    if (op1 < 0 || op1 >= n || s[op1] != '(') Py_RETURN_NONE;
+    Py_ssize_t inner0 = op1 + 1;
+    i = inner0;
+    while (i < n && s[i] != '(' && s[i] != ')') i++;
+    if (i >= n || s[i] != ')') Py_RETURN_NONE;
+    Py_ssize_t inner1 = i;
+    i++;
+
+    /* The attributes: first only where each ends, so that a line not read makes nothing. */
+    Py_ssize_t bounds[3 * 64];  /* key start, key end (its '='), value end; at most 64 */
+    int nested[64];
+    Py_ssize_t count = 0;
+    while (i < n) {
+        if (count == 64 || i + 1 >= n || s[i] != ',' || s[i + 1] != ' ') Py_RETURN_NONE;
+        Py_ssize_t k0 = i + 2, k1 = name_end(s, k0, n);
+        if (k1 < 0 || k1 >= n || s[k1] != '=') Py_RETURN_NONE;
+        Py_ssize_t v = k1 + 1, e = -1;
+        int deep = 0;
+        if (v < n) {
+            Py_UCS1 c = s[v];
+            if (c == '{') {
+                e = flat_group_end(s, v, n);
+                if (e < 0 || (e < n && s[e] != ',')) {
+                    e = nested_end(s, v, n);
+                    deep = 1;
+                }
+            } else if (c == '%' || name_start(c)) {
+                e = name_end(s, c == '%' ? v + 1 : v, n);
+            } else if (c == '"') {
+                e = string_end(s, v, n);
+            } else {
+                e = number_end(s, v, n);
+            }
+        }
+        if (e < 0 || (!deep && e < n && s[e] != ',')) Py_RETURN_NONE;
+        bounds[3 * count] = k0;
+        bounds[3 * count + 1] = k1;
+        bounds[3 * count + 2] = e;
+        nested[count++] = deep;
+        i = e;
+    }
+
+    PyObject *name = NULL, *shape = NULL, *opcode = NULL, *inner = NULL, *operands = NULL;
+    PyObject *attributes = NULL;
+    if (!(name = interned(line, name0, name1)) ||
+            !(shape = PyUnicode_Substring(line, shape0, shape1)) ||
+            !(opcode = interned(line, op0, op1)) ||
+            !(inner = PyUnicode_Substring(line, inner0, inner1)) ||
+            !(operands = operand_names(line, s, inner0, inner1)) ||
+            !(attributes = PyTuple_New(count)))
+        goto fail;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        Py_ssize_t k0 = bounds[3 * k], k1 = bounds[3 * k + 1], e = bounds[3 * k + 2];
+        PyObject *key = interned(line, k0, k1);
+        PyObject *value = key ? PyUnicode_Substring(line, k1 + 1, e) : NULL;
+        PyObject *a = NULL;
+        if (value)
+            a = nested[k] ? PyObject_CallFunctionObjArgs(make, key, value, NULL)
+                          : shared_attribute(key, value, attribute_of, make);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (!a) goto fail;
+        PyTuple_SET_ITEM(attributes, k, a);
+    }
+    return Py_BuildValue("(ONNNNNN)", root ? Py_True : Py_False, name, shape, opcode, inner,
+                         operands, attributes);
+fail:
+    Py_XDECREF(name);
+    Py_XDECREF(shape);
+    Py_XDECREF(opcode);
+    Py_XDECREF(inner);
+    Py_XDECREF(operands);
+    Py_XDECREF(attributes);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"read_line", (PyCFunction)(void (*)(void))read_line, METH_FASTCALL,
+     "read_line(line, attribute_of, Attribute) -> (is_root, name, shape_text, opcode, inner, "
+     "operands, attributes) or None: parser._read_line, compiled."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "hloscope.hlo._hloline",
+    "The parser's line path match, compiled (parser._read_line is the reference).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__hloline(void) { return PyModule_Create(&module); }
