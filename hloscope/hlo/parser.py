@@ -1666,9 +1666,7 @@ class _LineReader:
                         ok = bool(literal) and _LITERAL_RE.fullmatch(inner) is not None and \
                             _balanced_braces(inner)
                         operands = ()
-                    elif operands is None:
-                        ok = False
-                    if ok:
+                    if ok and operands is not None:  # (None: not a list of names)
                         try:  # a computation written in place is a _BadAttribute here
                             instr = _instruction(name, opcode, shape, operands, attributes,
                                                  root, parameter_number, literal, memo,
