@@ -462,10 +462,10 @@ def test_the_line_path_reads_the_common_forms_itself(k: int) -> None:
     assert _agree(_plain_module(_LINE_CASES[k])) == (k in _READ_BY_THE_LINE_PATH)
 
 
-# --- the line match compiled (_hloline.c) against parser._read_line ---------------------------
+# --- the line match compiled (_speedups.c) against parser._read_line ---------------------------
 
 def _read_both(line: str):  # type: ignore[no-untyped-def]
-    """_hloline.read_line's answer for ``line``, asserted equal to parser._read_line's (the
+    """_speedups.read_line's answer for ``line``, asserted equal to parser._read_line's (the
     attributes too, and each one from attribute_of when its value is one token)."""
     from hloscope.hlo import parser
     from hloscope.hlo.ir import Attribute
@@ -491,14 +491,14 @@ def _read_both(line: str):  # type: ignore[no-untyped-def]
     return compiled
 
 
-needs_hloline = pytest.mark.skipif(
+needs_speedups = pytest.mark.skipif(
     parser_module._read_line_compiled is None and
     not os.environ.get("HLOSCOPE_REQUIRE_COMPILED"),
-    reason="hloscope.hlo._hloline is not built (no C compiler at install): the parser "
+    reason="hloscope.hlo._speedups is not built (no C compiler at install): the parser "
            "matches lines in Python instead")
 
 
-@needs_hloline
+@needs_speedups
 @pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
 def test_the_compiled_line_match_reads_every_fixture_line_as_python_does(path: str) -> None:
     with open(path) as f:
@@ -507,7 +507,7 @@ def test_the_compiled_line_match_reads_every_fixture_line_as_python_does(path: s
         "handwritten" in path
 
 
-@needs_hloline
+@needs_speedups
 def test_the_compiled_line_match_takes_the_forms_it_should() -> None:
     from hloscope.hlo.ir import Attribute
     read = _read_both('  ROOT %a-1.2 = f32[2,3]{1,0} add(%x, y.1), '
@@ -545,7 +545,7 @@ _PIECES = ["  ", "ROOT ", "%", "a", "b.1", "-2", " = ", "f32[2,3]", "{1,0}", "pr
            "ROOT = "]
 
 
-@needs_hloline
+@needs_speedups
 @settings(max_examples=1500, deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=30),
        st.lists(st.tuples(st.integers(0, 300), st.sampled_from(_PIECES)), max_size=3))

@@ -1488,7 +1488,7 @@ def _read_line(line: str, attribute_of: dict[tuple[str, str], Attribute],
     in that form. Names, opcodes and attribute keys are interned; an attribute whose value
     is one token is made once per module, in ``attribute_of``.
 
-    The reference for _hloline.read_line, the same in C (built by setup.py where a C
+    The reference for _speedups.read_line, the same in C (built by setup.py where a C
     compiler is; tests/test_parser.py holds the two equal)."""
     m = _LINE_RE.match(line)
     if m is None:
@@ -1525,7 +1525,7 @@ def _read_line(line: str, attribute_of: dict[tuple[str, str], Attribute],
 _read_line_compiled: Optional[Callable[[str, dict[tuple[str, str], Attribute],
                                         type[Attribute]], Optional[_ReadLine]]]
 try:
-    from hloscope.hlo._hloline import read_line as _read_line_compiled
+    from hloscope.hlo._speedups import read_line as _read_line_compiled
 except ImportError:  # pragma: no cover - exercised on installs without a C compiler
     _read_line_compiled = None
 

@@ -1,13 +1,15 @@
-/* hloscope.hlo._hloline: the parser's line path match in C, the same grammar.
+/* hloscope.hlo._speedups: two hot paths of the hlo layer in C, each the same as its Python
+ * reference, which runs where this module is not built (setup.py builds it where a C compiler
+ * is) and which tests hold it equal to.
  *
- * read_line(line, attribute_of, Attribute) reads one instruction line as XLA prints it:
+ * read_line(line, attribute_of, Attribute): the parser's line path match. It reads one
+ * instruction line as XLA prints it:
  *   [ROOT ]%name = shape opcode(inner), key=value, ...
  * and returns (is_root, name, shape_text, opcode, inner, operands, attributes), exactly what
  * parser._read_line (the regular expressions _LINE_RE, _ATTR_RE, _KEY_RE and _nested_end)
  * returns for it; None where that returns None, and also where a line has a character past
  * U+00FF or brackets nested past 64 deep in a value: the parser then reads the line with its
- * token path, as it does every line the match refuses. parser.py is the reference; a test
- * compares the two on drawn lines and on every line of the fixtures.
+ * token path, as it does every line the match refuses.
  *
  * name and opcode are interned, and so is every attribute's key. A value that is one token
  * (attribute_of's rows) is looked up in attribute_of by (key, value) and made there once by
@@ -16,6 +18,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <string.h>
 
 typedef const Py_UCS1 *Text;
@@ -319,17 +322,75 @@ fail:
     return NULL;
 }
 
+/* new_instruction(*fields): an ir.Instruction with every field given, each stored in its
+ * slot, as ir._new_instruction does through the slots' descriptors. bind_instruction(type,
+ * names) first finds the slots, by their descriptors: each must be a plain writable object
+ * slot, else it raises TypeError and ir.py keeps the Python constructor. */
+#define MAX_FIELDS 32
+static PyTypeObject *instruction_type = NULL;
+static Py_ssize_t field_offsets[MAX_FIELDS];
+static Py_ssize_t field_count = 0;
+
+static PyObject *bind_instruction(PyObject *self, PyObject *args) {
+    PyObject *type, *names;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &type, &PyTuple_Type, &names)) return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
+    if (count > MAX_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "too many fields");
+        return NULL;
+    }
+    Py_ssize_t offsets[MAX_FIELDS];
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *d = PyObject_GetAttr(type, PyTuple_GET_ITEM(names, k));
+        if (!d) return NULL;
+        int plain = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+            ((PyMemberDescrObject *)d)->d_common.d_type == (PyTypeObject *)type;
+        PyMemberDef *m = plain ? ((PyMemberDescrObject *)d)->d_member : NULL;
+        Py_DECREF(d);
+        if (!m || m->type != T_OBJECT_EX || (m->flags & READONLY)) {
+            PyErr_Format(PyExc_TypeError, "field %R is not a writable object slot",
+                         PyTuple_GET_ITEM(names, k));
+            return NULL;
+        }
+        offsets[k] = m->offset;
+    }
+    Py_INCREF(type);
+    Py_XSETREF(instruction_type, (PyTypeObject *)type);
+    memcpy(field_offsets, offsets, sizeof(offsets));
+    field_count = count;
+    Py_RETURN_NONE;
+}
+
+static PyObject *new_instruction(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!instruction_type || nargs != field_count) {
+        PyErr_Format(PyExc_TypeError, "new_instruction takes the %zd fields bound",
+                     field_count);
+        return NULL;
+    }
+    PyObject *made = instruction_type->tp_alloc(instruction_type, 0);
+    if (!made) return NULL;
+    for (Py_ssize_t k = 0; k < nargs; k++) {
+        Py_INCREF(args[k]);
+        *(PyObject **)((char *)made + field_offsets[k]) = args[k];
+    }
+    return made;
+}
+
 static PyMethodDef methods[] = {
     {"read_line", (PyCFunction)(void (*)(void))read_line, METH_FASTCALL,
      "read_line(line, attribute_of, Attribute) -> (is_root, name, shape_text, opcode, inner, "
      "operands, attributes) or None: parser._read_line, compiled."},
+    {"bind_instruction", bind_instruction, METH_VARARGS,
+     "bind_instruction(Instruction, field_names): the slots new_instruction fills."},
+    {"new_instruction", (PyCFunction)(void (*)(void))new_instruction, METH_FASTCALL,
+     "new_instruction(*fields) -> Instruction: ir._new_instruction, compiled."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "hloscope.hlo._hloline",
-    "The parser's line path match, compiled (parser._read_line is the reference).", -1,
-    methods,
+    PyModuleDef_HEAD_INIT, "hloscope.hlo._speedups",
+    "The parser's line match and the Instruction constructor, compiled (parser._read_line "
+    "and ir._new_instruction are the references).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__hloline(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }

@@ -1,5 +1,6 @@
-"""Types of the compiled line path match (_hloline.c); parser._read_line is the reference."""
-from typing import Optional
+"""Types of the compiled hot paths (_speedups.c); parser._read_line and ir._new_instruction
+are the references."""
+from typing import Any, Optional
 
 from hloscope.hlo.ir import Attribute
 
@@ -7,3 +8,7 @@ def read_line(line: str, attribute_of: dict[tuple[str, str], Attribute],
               make: type[Attribute]) -> Optional[tuple[bool, str, str, str, str,
                                                        Optional[tuple[str, ...]],
                                                        tuple[Attribute, ...]]]: ...
+
+def bind_instruction(type: type, names: tuple[str, ...]) -> None: ...
+
+def new_instruction(*fields: Any) -> Any: ...
