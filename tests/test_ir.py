@@ -12,7 +12,7 @@ import pytest
 
 from hloscope.hlo import ir
 from hloscope.hlo.attributes import parse_metadata
-from hloscope.hlo.ir import Attribute, FusionKind, Instruction, new_instruction
+from hloscope.hlo.ir import Attribute, FusionKind, Instruction
 from hloscope.hlo.shape import parse_array_shape
 
 
