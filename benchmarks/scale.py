@@ -259,9 +259,15 @@ def main() -> int:
                     help="runs of each parse and analysis; the least is printed")
     a = ap.parse_args()
     from hloscope.analysis import heap
+    from hloscope.hlo import ir, parser
     print("heap placement: " + ("compiled (hloscope/analysis/_heaptree.c)"
                                 if heap._compiled_place is not None else
                                 "Python (the compiled loop is not built here)"))
+    print("parser's line match and Instruction constructor: " +
+          ("compiled (hloscope/hlo/_speedups.c)"
+           if parser._read_line_compiled is not None and
+           ir.new_instruction is not ir._new_instruction else
+           "Python (hloscope/hlo/_speedups.c is not built here)"))
     for name in (x for x in a.model.split(",") if x):
         for layers in (int(x) for x in a.layers.split(",") if x):
             step(name, layers, a.seq, a.pairs, a.repeat)

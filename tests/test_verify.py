@@ -807,3 +807,27 @@ def test_metadata_strings_are_quoted_and_integers_bare(metadata, says) -> None:
     found = problems(parse(text))
     assert [(p[2], says in p[3]) for p in found] == ([("attribute-value", True)] if says
                                                      else [])
+
+
+def test_an_instruction_like_a_good_one_is_still_checked_for_what_differs() -> None:
+    """The verifier takes an instruction like one found good (the same opcode, shape,
+    operand shapes and attribute objects) as good: its metadata is still checked, and any
+    difference in what the rules read makes it checked whole."""
+    text = """HloModule m
+
+ENTRY main {
+  p = f32[4]{0} parameter(0)
+  q = f32[2]{0} parameter(1)
+  a = f32[4]{0} negate(p), metadata={op_name="a"}
+  b = f32[4]{0} negate(p), metadata={op_name="b"}
+  c = f32[4]{0} negate(p), metadata={op_name="c" op_name="d"}
+  d = f32[4]{0} negate(q), metadata={op_name="e"}
+  e = f32[4]{0} negate(p), metadata={op_name="f\\q"}
+  f = f32[4]{0} negate(p), metadata={op_name="a"}
+  g = s32[4]{0} negate(p)
+  ROOT t = (f32[4]{0}, f32[4]{0}) tuple(a, b)
+}
+"""
+    found = {(instr.name, rule) for _, instr, rule, _ in problems(parse(text))}
+    assert found == {("c", "attribute-value"), ("d", "elementwise-shape"),
+                     ("e", "string-escape"), ("g", "element-type")}
