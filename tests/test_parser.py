@@ -539,6 +539,47 @@ def test_the_compiled_line_match_takes_the_forms_it_should() -> None:
         parser_module._read_line_compiled(b"x", {}, Attribute)  # type: ignore[arg-type]
 
 
+@needs_speedups
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_the_compiled_line_path_makes_the_module_python_makes(path: str, monkeypatch) -> None:
+    """The compiled match also makes most lines' Instructions itself (all but those with
+    callees, a fusion kind, control edges or metadata and configs not seen before): the
+    module, every field, equals the one parsed with the Python match alone."""
+    with open(path) as f:
+        text = f.read()
+    compiled = _everything(parse(text))
+    monkeypatch.setattr(parser_module, "_read_line_compiled", None)
+    assert _everything(parse(text)) == compiled
+
+
+@needs_speedups
+def test_the_compiled_match_makes_plain_lines_and_hands_back_the_rest() -> None:
+    from hloscope.hlo.ir import Attribute, Instruction
+    from hloscope.hlo.shape import parse_array_shape
+    shape = parse_array_shape("f32[4]{0}")
+    shapes = {"f32[4]{0}": shape}
+    memo: dict = {}
+    configs: dict = {}
+
+    def read(line: str):  # type: ignore[no-untyped-def]
+        return parser_module._read_line_compiled(line, {}, Attribute, shapes, memo, configs)
+
+    made = read("  %p = f32[4]{0} parameter(007), sharding={replicated}")
+    assert type(made) is Instruction and made.parameter_number == 7 and made.operands == ()
+    made = read("  ROOT %c = f32[4]{0} constant({ 1, 2 , 3, 4 } )")
+    assert made.literal == "{ 1, 2 , 3, 4 } )"[:-2] and made.is_root and made.shape is shape
+    for line in ["  %c = f32[4]{0} constant({1, 2)", "  %c = f32[4]{0} constant(  )",
+                 "  %p = f32[4]{0} parameter(x)", "  %f = f32[4]{0} fusion(%p), kind=kLoop",
+                 "  %f = f32[4]{0} call(%p), to_apply=%g", "  %ROOT = f32[4]{0} negate(%p)",
+                 "  %n = f32[4]{0} negate(%p), metadata={op_name=\"new\"}",
+                 "  %n = f32[4]{0} negate(%p), control-predecessors={%q}",
+                 "  %n = f32[8]{0} negate(%p)"]:  # (a shape not parsed before)
+        assert type(read(line)) is tuple, line
+    memo['{op_name="new"}'] = metadata = object()
+    made = read("  %n = f32[4]{0} negate(%p), metadata={op_name=\"new\"}")
+    assert made.metadata is metadata and made.operands == ("p",)
+
+
 _PIECES = ["  ", "ROOT ", "%", "a", "b.1", "-2", " = ", "f32[2,3]", "{1,0}", "pred[]", " ",
            "add", "(", ")", "%x", ", ", "y", "k=", "{", "}", "[", "]", '"s"', '"\\"', '"',
            "1", "-1.5e3", ".5", "e", "=", ",", ":", "\t", "x-", "é", "\\", "{a=1}", "\u4e2d",

@@ -205,9 +205,189 @@ static PyObject *shared_attribute(PyObject *key, PyObject *value, PyObject *attr
     return made;
 }
 
+/* new_instruction(*fields): an ir.Instruction with every field given, each stored in its
+ * slot, as ir._new_instruction does through the slots' descriptors. bind_instruction(type,
+ * names) first finds the slots, by their descriptors: each must be a plain writable object
+ * slot, else it raises TypeError and ir.py keeps the Python constructor. */
+#define MAX_FIELDS 32
+static PyTypeObject *instruction_type = NULL;
+static Py_ssize_t field_offsets[MAX_FIELDS];
+static Py_ssize_t field_count = 0;
+
+static PyObject *bind_instruction(PyObject *self, PyObject *args) {
+    PyObject *type, *names;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &type, &PyTuple_Type, &names)) return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
+    if (count > MAX_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "too many fields");
+        return NULL;
+    }
+    Py_ssize_t offsets[MAX_FIELDS];
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *d = PyObject_GetAttr(type, PyTuple_GET_ITEM(names, k));
+        if (!d) return NULL;
+        int plain = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+            ((PyMemberDescrObject *)d)->d_common.d_type == (PyTypeObject *)type;
+        PyMemberDef *m = plain ? ((PyMemberDescrObject *)d)->d_member : NULL;
+        Py_DECREF(d);
+        if (!m || m->type != T_OBJECT_EX || (m->flags & READONLY)) {
+            PyErr_Format(PyExc_TypeError, "field %R is not a writable object slot",
+                         PyTuple_GET_ITEM(names, k));
+            return NULL;
+        }
+        offsets[k] = m->offset;
+    }
+    Py_INCREF(type);
+    Py_XSETREF(instruction_type, (PyTypeObject *)type);
+    memcpy(field_offsets, offsets, sizeof(offsets));
+    field_count = count;
+    Py_RETURN_NONE;
+}
+
+static PyObject *new_instruction(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!instruction_type || nargs != field_count) {
+        PyErr_Format(PyExc_TypeError, "new_instruction takes the %zd fields bound",
+                     field_count);
+        return NULL;
+    }
+    PyObject *made = instruction_type->tp_alloc(instruction_type, 0);
+    if (!made) return NULL;
+    for (Py_ssize_t k = 0; k < nargs; k++) {
+        Py_INCREF(args[k]);
+        *(PyObject **)((char *)made + field_offsets[k]) = args[k];
+    }
+    return made;
+}
+
+/* The keys whose values make an Instruction's decoded fields (bind_parser): a line with one
+ * of them is made by the parser in Python, apart from metadata and backend_config values
+ * decoded before (memo and configs). */
+static PyObject *decoded_keys = NULL;
+static PyObject *metadata_key = NULL, *backend_config_key = NULL;
+
+static PyObject *bind_parser(PyObject *self, PyObject *keys) {
+    if (!PyFrozenSet_Check(keys)) {
+        PyErr_SetString(PyExc_TypeError, "bind_parser(keys: frozenset)");
+        return NULL;
+    }
+    if (!metadata_key && !(metadata_key = PyUnicode_InternFromString("metadata"))) return NULL;
+    if (!backend_config_key &&
+            !(backend_config_key = PyUnicode_InternFromString("backend_config")))
+        return NULL;
+    Py_INCREF(keys);
+    Py_XSETREF(decoded_keys, keys);
+    Py_RETURN_NONE;
+}
+
+/* The Instruction of a line read whole, where nothing in it needs Python: not ROOT's name,
+ * parameter or constant, operands a list of names, the shape in ``shapes``, and no attribute
+ * that decodes to a field but metadata and backend_config seen before. A new reference;
+ * Py_None (new) where the parser must make it; NULL with an error set. */
+static PyObject *fields_made(PyObject *, PyObject *, PyObject *, PyObject *, PyObject *,
+                             PyObject *, PyObject *, PyObject **, PyObject **, Py_ssize_t, int,
+                             PyObject *, PyObject *, PyObject *);
+
+static int literal_char(Py_UCS1 c) {
+    return name_part(c) || c == '-' || c == '+' || c == '{' || c == '}' || c == ',' ||
+        c == ' ';
+}
+
+/* A parameter's number (inner all ASCII digits) or a constant's literal (inner of literal
+ * characters, braces balanced, not only spaces; spaces stripped), as the parser's line path
+ * takes them: a new reference; Py_None (new) where the parser refuses them. */
+static PyObject *parameter_number(PyObject *inner) {
+    Text s = PyUnicode_1BYTE_DATA(inner);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(inner);
+    if (n == 0) Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!is_digit(s[i])) Py_RETURN_NONE;
+    return PyLong_FromUnicodeObject(inner, 10);
+}
+
+static PyObject *literal_of(PyObject *inner) {
+    Text s = PyUnicode_1BYTE_DATA(inner);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(inner), depth = 0, a = 0, b = n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!literal_char(s[i])) Py_RETURN_NONE;
+        if (s[i] == '{') depth++;
+        else if (s[i] == '}' && --depth < 0) Py_RETURN_NONE;
+    }
+    while (a < b && s[a] == ' ') a++;
+    while (b > a && s[b - 1] == ' ') b--;
+    if (depth != 0 || a == b) Py_RETURN_NONE;
+    return PyUnicode_Substring(inner, a, b);
+}
+
+static PyObject *made_whole(PyObject *name, PyObject *shape_text, PyObject *opcode,
+                            PyObject *inner, PyObject *operands, PyObject *attributes,
+                            PyObject **keys, PyObject **values, Py_ssize_t count, int root,
+                            PyObject *shapes, PyObject *memo, PyObject *configs) {
+    if (!instruction_type || field_count != 13 || !decoded_keys ||
+            PyUnicode_CompareWithASCIIString(name, "ROOT") == 0)
+        Py_RETURN_NONE;
+    PyObject *number = NULL, *literal = NULL;  /* parameter(N), constant(...) */
+    if (PyUnicode_CompareWithASCIIString(opcode, "parameter") == 0) {
+        number = parameter_number(inner);
+        if (number == Py_None || !number) return number;
+    } else if (PyUnicode_CompareWithASCIIString(opcode, "constant") == 0) {
+        literal = literal_of(inner);
+        if (literal == Py_None || !literal) return literal;
+    } else if (operands == Py_None) {
+        Py_RETURN_NONE;
+    }
+    PyObject *made = fields_made(name, shape_text, opcode, number, literal,
+                                 number || literal ? NULL : operands, attributes, keys,
+                                 values, count, root, shapes, memo, configs);
+    Py_XDECREF(number);
+    Py_XDECREF(literal);
+    return made;
+}
+
+static PyObject *fields_made(PyObject *name, PyObject *shape_text, PyObject *opcode,
+                             PyObject *number, PyObject *literal, PyObject *operands,
+                             PyObject *attributes, PyObject **keys, PyObject **values,
+                             Py_ssize_t count, int root, PyObject *shapes, PyObject *memo,
+                             PyObject *configs) {
+    PyObject *shape = PyDict_GetItemWithError(shapes, shape_text);
+    if (!shape) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *metadata = Py_None, *config = Py_None;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject **slot = keys[k] == metadata_key ? &metadata :
+            keys[k] == backend_config_key ? &config : NULL;
+        if (slot) {
+            PyObject *decoded = PyDict_GetItemWithError(slot == &metadata ? memo : configs,
+                                                        values[k]);
+            if (!decoded) {
+                if (PyErr_Occurred()) return NULL;
+                Py_RETURN_NONE;
+            }
+            *slot = decoded;  /* borrowed: the dicts hold them */
+            continue;
+        }
+        int decoded = PySet_Contains(decoded_keys, keys[k]);
+        if (decoded < 0) return NULL;
+        if (decoded) Py_RETURN_NONE;
+    }
+    PyObject *empty = PyTuple_New(0);
+    if (!empty) return NULL;
+    PyObject *fields[13] = {name, opcode, shape, operands ? operands : empty, attributes,
+                            root ? Py_True : Py_False, number ? number : Py_None,
+                            literal ? literal : Py_None, empty, Py_None, metadata, config,
+                            empty};
+    PyObject *made = new_instruction(NULL, fields, 13);
+    Py_DECREF(empty);
+    return made;
+}
+
 static PyObject *read_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyDict_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "read_line(line: str, attribute_of: dict, Attribute)");
+    if ((nargs != 3 && nargs != 6) || !PyUnicode_Check(args[0]) || !PyDict_Check(args[1]) ||
+            (nargs == 6 && (!PyDict_Check(args[3]) || !PyDict_Check(args[4]) ||
+                            !PyDict_Check(args[5])))) {
+        PyErr_SetString(PyExc_TypeError, "read_line(line: str, attribute_of: dict, Attribute"
+                                         "[, shapes: dict, memo: dict, configs: dict])");
         return NULL;
     }
     PyObject *line = args[0], *attribute_of = args[1], *make = args[2];
@@ -289,14 +469,16 @@ name:
     }
 
     PyObject *name = NULL, *shape = NULL, *opcode = NULL, *inner = NULL, *operands = NULL;
-    PyObject *attributes = NULL;
+    PyObject *attributes = NULL, *result = NULL;
+    PyObject *keys[64], *values[64];
+    Py_ssize_t kept = 0;  /* keys and values held, for made_whole */
     if (!(name = interned(line, name0, name1)) ||
             !(shape = PyUnicode_Substring(line, shape0, shape1)) ||
             !(opcode = interned(line, op0, op1)) ||
             !(inner = PyUnicode_Substring(line, inner0, inner1)) ||
             !(operands = operand_names(line, s, inner0, inner1)) ||
             !(attributes = PyTuple_New(count)))
-        goto fail;
+        goto done;
     for (Py_ssize_t k = 0; k < count; k++) {
         Py_ssize_t k0 = bounds[3 * k], k1 = bounds[3 * k + 1], e = bounds[3 * k + 2];
         PyObject *key = interned(line, k0, k1);
@@ -305,81 +487,50 @@ name:
         if (value)
             a = nested[k] ? PyObject_CallFunctionObjArgs(make, key, value, NULL)
                           : shared_attribute(key, value, attribute_of, make);
-        Py_XDECREF(key);
-        Py_XDECREF(value);
-        if (!a) goto fail;
+        if (!a) {
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            goto done;
+        }
         PyTuple_SET_ITEM(attributes, k, a);
+        keys[kept] = key;
+        values[kept++] = value;
     }
-    return Py_BuildValue("(ONNNNNN)", root ? Py_True : Py_False, name, shape, opcode, inner,
-                         operands, attributes);
-fail:
+    if (nargs == 6) {
+        result = made_whole(name, shape, opcode, inner, operands, attributes, keys, values,
+                            count, root, args[3], args[4], args[5]);
+        if (result != Py_None) goto done;  /* made, or an error */
+        Py_CLEAR(result);
+    }
+    result = PyTuple_New(7);
+    if (!result) goto done;
+    PyObject *is_root = root ? Py_True : Py_False;
+    Py_INCREF(is_root);
+    PyObject *items[7] = {is_root, name, shape, opcode, inner, operands, attributes};
+    for (int k = 0; k < 7; k++) {
+        PyTuple_SET_ITEM(result, k, items[k]);
+    }
+    name = shape = opcode = inner = operands = attributes = NULL;  /* the tuple holds them */
+done:
+    for (Py_ssize_t k = 0; k < kept; k++) {
+        Py_DECREF(keys[k]);
+        Py_DECREF(values[k]);
+    }
     Py_XDECREF(name);
     Py_XDECREF(shape);
     Py_XDECREF(opcode);
     Py_XDECREF(inner);
     Py_XDECREF(operands);
     Py_XDECREF(attributes);
-    return NULL;
-}
-
-/* new_instruction(*fields): an ir.Instruction with every field given, each stored in its
- * slot, as ir._new_instruction does through the slots' descriptors. bind_instruction(type,
- * names) first finds the slots, by their descriptors: each must be a plain writable object
- * slot, else it raises TypeError and ir.py keeps the Python constructor. */
-#define MAX_FIELDS 32
-static PyTypeObject *instruction_type = NULL;
-static Py_ssize_t field_offsets[MAX_FIELDS];
-static Py_ssize_t field_count = 0;
-
-static PyObject *bind_instruction(PyObject *self, PyObject *args) {
-    PyObject *type, *names;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &type, &PyTuple_Type, &names)) return NULL;
-    Py_ssize_t count = PyTuple_GET_SIZE(names);
-    if (count > MAX_FIELDS) {
-        PyErr_SetString(PyExc_TypeError, "too many fields");
-        return NULL;
-    }
-    Py_ssize_t offsets[MAX_FIELDS];
-    for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject *d = PyObject_GetAttr(type, PyTuple_GET_ITEM(names, k));
-        if (!d) return NULL;
-        int plain = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
-            ((PyMemberDescrObject *)d)->d_common.d_type == (PyTypeObject *)type;
-        PyMemberDef *m = plain ? ((PyMemberDescrObject *)d)->d_member : NULL;
-        Py_DECREF(d);
-        if (!m || m->type != T_OBJECT_EX || (m->flags & READONLY)) {
-            PyErr_Format(PyExc_TypeError, "field %R is not a writable object slot",
-                         PyTuple_GET_ITEM(names, k));
-            return NULL;
-        }
-        offsets[k] = m->offset;
-    }
-    Py_INCREF(type);
-    Py_XSETREF(instruction_type, (PyTypeObject *)type);
-    memcpy(field_offsets, offsets, sizeof(offsets));
-    field_count = count;
-    Py_RETURN_NONE;
-}
-
-static PyObject *new_instruction(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!instruction_type || nargs != field_count) {
-        PyErr_Format(PyExc_TypeError, "new_instruction takes the %zd fields bound",
-                     field_count);
-        return NULL;
-    }
-    PyObject *made = instruction_type->tp_alloc(instruction_type, 0);
-    if (!made) return NULL;
-    for (Py_ssize_t k = 0; k < nargs; k++) {
-        Py_INCREF(args[k]);
-        *(PyObject **)((char *)made + field_offsets[k]) = args[k];
-    }
-    return made;
+    return result;
 }
 
 static PyMethodDef methods[] = {
     {"read_line", (PyCFunction)(void (*)(void))read_line, METH_FASTCALL,
      "read_line(line, attribute_of, Attribute) -> (is_root, name, shape_text, opcode, inner, "
      "operands, attributes) or None: parser._read_line, compiled."},
+    {"bind_parser", bind_parser, METH_O,
+     "bind_parser(keys): the attribute keys whose values the parser decodes in Python."},
     {"bind_instruction", bind_instruction, METH_VARARGS,
      "bind_instruction(Instruction, field_names): the slots new_instruction fills."},
     {"new_instruction", (PyCFunction)(void (*)(void))new_instruction, METH_FASTCALL,

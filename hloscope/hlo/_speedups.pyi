@@ -1,13 +1,15 @@
-"""Types of the compiled hot paths (_speedups.c); parser._read_line and ir._new_instruction
-are the references."""
-from typing import Any, Optional
+"""Types of the compiled hot paths (_speedups.c); parser._read_line, parser._instruction and
+ir._new_instruction are the references."""
+from typing import Any, Optional, Union
 
-from hloscope.hlo.ir import Attribute
+from hloscope.hlo.ir import Attribute, Instruction
 
-def read_line(line: str, attribute_of: dict[tuple[str, str], Attribute],
-              make: type[Attribute]) -> Optional[tuple[bool, str, str, str, str,
-                                                       Optional[tuple[str, ...]],
-                                                       tuple[Attribute, ...]]]: ...
+_Line = tuple[bool, str, str, str, str, Optional[tuple[str, ...]], tuple[Attribute, ...]]
+
+def read_line(line: str, attribute_of: dict[tuple[str, str], Attribute], make: type[Attribute],
+              *made: dict[Any, Any]) -> Union[_Line, Instruction, None]: ...
+
+def bind_parser(keys: frozenset[str]) -> None: ...
 
 def bind_instruction(type: type, names: tuple[str, ...]) -> None: ...
 

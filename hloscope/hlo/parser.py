@@ -1522,10 +1522,15 @@ def _read_line(line: str, attribute_of: dict[tuple[str, str], Attribute],
             tuple(found))
 
 
-_read_line_compiled: Optional[Callable[[str, dict[tuple[str, str], Attribute],
-                                        type[Attribute]], Optional[_ReadLine]]]
+# The attribute keys _instruction decodes to a field, apart from metadata and backend_config
+# (whose decoded values the compiled match looks up): a line with one is made here.
+_DECODED_KEYS = COMPUTATION_ATTRIBUTES | {"kind", "control-predecessors"}
+
+_read_line_compiled: Optional[Callable[..., Union[_ReadLine, Instruction, None]]]
 try:
-    from hloscope.hlo._speedups import read_line as _read_line_compiled
+    from hloscope.hlo import _speedups
+    _speedups.bind_parser(_DECODED_KEYS)
+    _read_line_compiled = _speedups.read_line
 except ImportError:  # pragma: no cover - exercised on installs without a C compiler
     _read_line_compiled = None
 
@@ -1635,7 +1640,10 @@ class _LineReader:
         instructions: list[Instruction] = []
         defined: set[str] = set()
         roots = 0
-        read_line = _read_line_compiled or _read_line
+        # The compiled match also makes the Instruction of a line that needs nothing decoded
+        # in Python (no callee, no fusion kind, no control edge, metadata and backend config
+        # seen before: most lines); the line tuple otherwise, as _read_line gives.
+        compiled = _read_line_compiled
         shapes = _shape_cache
         memo, configs = self.metadata, self.configs
         attribute_of = self.attributes
@@ -1648,9 +1656,12 @@ class _LineReader:
                 raise _GiveUp
             line = lines[n]
             n += 1
-            read = read_line(line, attribute_of, Attribute)
+            read = compiled(line, attribute_of, Attribute, shapes, memo, configs) \
+                if compiled is not None else _read_line(line, attribute_of)
             instr = None
-            if read is not None:
+            if type(read) is Instruction:
+                instr = read
+            elif isinstance(read, tuple):
                 root, name, shape_text, opcode, inner, operands, attributes = read
                 if name != "ROOT":
                     shape = shapes.get(shape_text) or _shape(shape_text)
