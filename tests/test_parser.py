@@ -521,6 +521,11 @@ def test_the_compiled_line_match_takes_the_forms_it_should() -> None:
         'metadata={op_name="q\\"{" source_line=3}', "index=-1.5e3",
         'backend_config={"k":[1,{"v":"x"}]}', "to_apply=%f"]
     assert _read_both("  %p = s32[] parameter(0)")[5] is None  # "0" is not a name list
+    for value in ["0_512", "-1_2_0x3_-4", "b01f_01io->b01f", "??_??->??", "bf0_0oi->b0f"]:
+        read = _read_both(f"  %c = f32[] pad(x, y), padding={value}, metadata={{}}")
+        assert read is not None and read[6][0].value == value  # (XLA's own tokens)
+    for value in ["1_2_", "1_2x", "b_io->bf", "bf_io->", "1__2"]:
+        assert _read_both(f"  %c = f32[] pad(x, y), padding={value}") is None
     assert _read_both("  %t = () tuple()") is None  # a tuple shape: the token path's
     for line in ["  %a- = f32[] add(x)", "  %a = f32[] add(x), k=", "  %a = f32[] add(x), k=1x",
                  "  %a = f32[] add(x),k=1", "  %a = f32[] add(x), k={a}b", "  %a = f32[] a(b(c))",
@@ -583,7 +588,7 @@ def test_the_compiled_match_makes_plain_lines_and_hands_back_the_rest() -> None:
 _PIECES = ["  ", "ROOT ", "%", "a", "b.1", "-2", " = ", "f32[2,3]", "{1,0}", "pred[]", " ",
            "add", "(", ")", "%x", ", ", "y", "k=", "{", "}", "[", "]", '"s"', '"\\"', '"',
            "1", "-1.5e3", ".5", "e", "=", ",", ":", "\t", "x-", "é", "\\", "{a=1}", "\u4e2d",
-           "ROOT = "]
+           "ROOT = ", "_", "x", "->", "b0f", "?", "0_1", "01io"]
 
 
 @needs_speedups

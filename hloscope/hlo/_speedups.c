@@ -92,6 +92,53 @@ static Py_ssize_t number_end(Text s, Py_ssize_t i, Py_ssize_t n) {
     return i;
 }
 
+/* -?\d+ at i: its end, or -1. */
+static Py_ssize_t signed_digits(Text s, Py_ssize_t i, Py_ssize_t n) {
+    if (i < n && s[i] == '-') i++;
+    if (i >= n || !is_digit(s[i])) return -1;
+    while (i < n && is_digit(s[i])) i++;
+    return i;
+}
+
+/* -?\d+_-?\d+(?:_-?\d+)? at i, longest: its end, or -1. */
+static Py_ssize_t pad_triple_end(Text s, Py_ssize_t i, Py_ssize_t n) {
+    i = signed_digits(s, i, n);
+    if (i < 0 || i >= n || s[i] != '_') return -1;
+    i = signed_digits(s, i + 1, n);
+    if (i >= 0 && i < n && s[i] == '_') {
+        Py_ssize_t j = signed_digits(s, i + 1, n);
+        if (j >= 0) i = j;
+    }
+    return i;
+}
+
+/* A padding (parser._PAD_PATTERN: triples joined by 'x'), longest: its end, or -1. */
+static Py_ssize_t pad_end(Text s, Py_ssize_t i, Py_ssize_t n) {
+    i = pad_triple_end(s, i, n);
+    while (i >= 0 && i < n && s[i] == 'x') {
+        Py_ssize_t j = pad_triple_end(s, i + 1, n);
+        if (j < 0) break;
+        i = j;
+    }
+    return i;
+}
+
+/* The end of the run of characters of ``chars`` at i, where it is 2 or more long; else -1. */
+static Py_ssize_t run_end(Text s, Py_ssize_t i, Py_ssize_t n, const char *chars) {
+    Py_ssize_t j = i;
+    while (j < n && s[j] && strchr(chars, s[j])) j++;
+    return j - i >= 2 ? j : -1;
+}
+
+/* Dimension labels (parser._DIM_LABELS_PATTERN, e.g. b01f_01io->b01f): the end, or -1. */
+static Py_ssize_t dim_labels_end(Text s, Py_ssize_t i, Py_ssize_t n) {
+    i = run_end(s, i, n, "0123456789bf?");
+    if (i < 0 || i >= n || s[i] != '_') return -1;
+    i = run_end(s, i + 1, n, "0123456789io?");
+    if (i < 0 || i + 1 >= n || s[i] != '-' || s[i + 1] != '>') return -1;
+    return run_end(s, i + 2, n, "0123456789bf?");
+}
+
 /* A brace group at i with no brace inside outside strings: the end after its '}', or -1. */
 static Py_ssize_t flat_group_end(Text s, Py_ssize_t i, Py_ssize_t n) {
     for (i++; i < n;) {
@@ -458,6 +505,10 @@ name:
                 e = string_end(s, v, n);
             } else {
                 e = number_end(s, v, n);
+            }
+            if (c != '{' && c != '"' && (e < 0 || (e < n && s[e] != ','))) {
+                e = pad_end(s, v, n);  /* the two values of XLA's own tokens */
+                if (e < 0 || (e < n && s[e] != ',')) e = dim_labels_end(s, v, n);
             }
         }
         if (e < 0 || (!deep && e < n && s[e] != ',')) Py_RETURN_NONE;

@@ -1420,13 +1420,19 @@ _LITERAL_RE = re.compile(r"[-+.A-Za-z0-9_{}, ]*")
 # One attribute whose value is one token (what attribute_list takes in one step): a brace
 # group with no brace inside, a name, a string or a number, then ',' or the line's end. The
 # brace group and the string are the BRACED and STRING tokens with their loops unrolled
-# (the same texts match, faster).
+# (the same texts match, faster). Two values of XLA's own lexer tokens are taken too, which
+# are several tokens here (read whole, to the ',', by attribute_list): a padding
+# (``padding=0_512``, ``0_1_0x1_2``) and a convolution's dimension labels
+# (``dim_labels=b01f_01io->b01f``).
 _STRING_PATTERN = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+_PAD_PATTERN = r"-?\d+_-?\d+(?:_-?\d+)?(?:x-?\d+_-?\d+(?:_-?\d+)?)*"
+_DIM_LABELS_PATTERN = r"[0-9bf?]{2,}_[0-9io?]{2,}->[0-9bf?]{2,}"
 _ATTR_RE = re.compile(
     rf", ({_NAME_PATTERN})="
     rf'(\{{[^{{}}"\n]*(?:{_STRING_PATTERN}[^{{}}"\n]*)*\}}'
     rf"|%?{_NAME_PATTERN}|{_STRING_PATTERN}"
-    r"|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?=,|$)")
+    r"|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+    rf"|{_PAD_PATTERN}|{_DIM_LABELS_PATTERN})(?=,|$)")
 # A value that is not one token, and the tokens of one that the line path reads: a brace
 # group with brackets nested inside, such as a backend_config's JSON.
 _KEY_RE = re.compile(rf", ({_NAME_PATTERN})=(?=\{{)")
