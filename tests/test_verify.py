@@ -831,3 +831,16 @@ ENTRY main {
     found = {(instr.name, rule) for _, instr, rule, _ in problems(parse(text))}
     assert found == {("c", "attribute-value"), ("d", "elementwise-shape"),
                      ("e", "string-escape"), ("g", "element-type")}
+
+
+def test_an_operand_not_defined_still_fails_where_it_did() -> None:
+    """A module made by hand may read a name it does not define: the verifier still reports
+    what it finds before it needs the operand's shape (an unknown opcode here)."""
+    from hloscope.hlo.ir import Computation, Instruction, Module
+    from hloscope.hlo.shape import parse_array_shape
+    s = parse_array_shape("f32[4]{0}")
+    entry = Computation("main", (Instruction("p", "parameter", s, parameter_number=0),
+                                 Instruction("n", "no-such-op", s, ("q",), is_root=True)),
+                        is_entry=True)
+    found = problems(Module("m", (entry,), "main"))
+    assert [(instr.name, rule) for _, instr, rule, _ in found] == [("n", "opcode")]

@@ -326,10 +326,6 @@ static PyObject *bind_parser(PyObject *self, PyObject *keys) {
     Py_RETURN_NONE;
 }
 
-/* The Instruction of a line read whole, where nothing in it needs Python: not ROOT's name,
- * parameter or constant, operands a list of names, the shape in ``shapes``, and no attribute
- * that decodes to a field but metadata and backend_config seen before. A new reference;
- * Py_None (new) where the parser must make it; NULL with an error set. */
 static PyObject *fields_made(PyObject *, PyObject *, PyObject *, PyObject *, PyObject *,
                              PyObject *, PyObject *, PyObject **, PyObject **, Py_ssize_t, int,
                              PyObject *, PyObject *, PyObject *);
@@ -365,6 +361,11 @@ static PyObject *literal_of(PyObject *inner) {
     return PyUnicode_Substring(inner, a, b);
 }
 
+/* The Instruction of a line read whole, where nothing in it needs Python: not named ROOT,
+ * a parameter's number or a constant's literal in the line path's form, other ops' operands
+ * a list of names, the shape in ``shapes``, and no attribute that decodes to a field but
+ * metadata and backend_config texts decoded before (memo, configs). A new reference;
+ * Py_None (new) where the parser must make it; NULL with an error set. */
 static PyObject *made_whole(PyObject *name, PyObject *shape_text, PyObject *opcode,
                             PyObject *inner, PyObject *operands, PyObject *attributes,
                             PyObject **keys, PyObject **values, Py_ssize_t count, int root,

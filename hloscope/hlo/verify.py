@@ -1461,8 +1461,8 @@ def problems(module: Module) -> list[Problem]:
     # attributes), the metadata apart (its text differs op by op, and is checked for each).
     # An instruction like one of them is good too, where nothing else is read: no called
     # computation (the callees are read), no async op (its chain is), no constant (its
-    # literal is; constants have their own memo). A module's layers repeat: 99% of the
-    # instructions of a 32-layer llama step are like one checked before.
+    # literal is; constants have their own memo). A module's layers repeat: most
+    # instructions are like one checked before (docs/architecture.md has the share).
     good: set[tuple[object, ...]] = set()
     good_metadata: set[int] = set()
     for comp in module.computations:
@@ -1477,10 +1477,13 @@ def problems(module: Module) -> list[Problem]:
                         f"{comp.root.name} is {_text(comp.root.shape)}"))
         for instr in comp.instructions:
             try:
-                ops = [index[o].shape for o in instr.operands]
+                try:
+                    ops: Optional[list[Shape]] = [index[o].shape for o in instr.operands]
+                except KeyError:  # an operand not defined (a module not from the parser)
+                    ops = None
                 like = None
-                if not instr.called_computations and instr.opcode != "constant" and \
-                        not instr.opcode.endswith(_ASYNC_TAILS):
+                if ops is not None and not instr.called_computations and \
+                        instr.opcode != "constant" and not instr.opcode.endswith(_ASYNC_TAILS):
                     like = (instr.opcode, id(instr.shape), *map(id, ops), None,
                             *[id(a) if a.key != "metadata" else 0 for a in instr.attributes])
                     if like in good:
@@ -1530,6 +1533,8 @@ def problems(module: Module) -> list[Problem]:
                     raise _Problem("attribute", f"{twice}= is given twice")
                 if need is not None and (seen < len(need) or not need):
                     _required_attributes(comp, instr, need)
+                if ops is None:
+                    ops = [index[o].shape for o in instr.operands]  # (raises, as it did)
                 rule = rules(instr.opcode)
                 if rule is not None:
                     rule(comp, instr, ops)
