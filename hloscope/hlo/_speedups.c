@@ -5,6 +5,7 @@
  * read_line(line, attribute_of, Attribute): the parser's line path match. It reads one
  * instruction line as XLA prints it:
  *   [ROOT ]%name = shape opcode(inner), key=value, ...
+ * (the shape an array's, or a tuple of arrays without comments),
  * and returns (is_root, name, shape_text, opcode, inner, operands, attributes), exactly what
  * parser._read_line (the regular expressions _LINE_RE, _ATTR_RE, _KEY_RE and _nested_end)
  * returns for it; None where that returns None, and also where a line has a character past
@@ -137,6 +138,25 @@ static Py_ssize_t dim_labels_end(Text s, Py_ssize_t i, Py_ssize_t n) {
     i = run_end(s, i + 1, n, "0123456789io?");
     if (i < 0 || i + 1 >= n || s[i] != '-' || s[i + 1] != '>') return -1;
     return run_end(s, i + 2, n, "0123456789bf?");
+}
+
+/* The array shape at i, its layout too (parser._ARRAY_PATTERN, the SHAPE token): its end,
+ * or -1. A layout that does not close before a brace or the line's end leaves no shape:
+ * without it, the '{' could follow no shape in the line pattern either. */
+static Py_ssize_t array_end(Text s, Py_ssize_t i, Py_ssize_t n) {
+    if (i >= n || !(s[i] >= 'a' && s[i] <= 'z')) return -1;
+    while (i < n && ((s[i] >= 'a' && s[i] <= 'z') || is_digit(s[i]))) i++;
+    if (i >= n || s[i] != '[') return -1;
+    while (i < n && s[i] != ']' && s[i] != '\n') i++;
+    if (i >= n) return -1;
+    i++;
+    if (i < n && s[i] == '{') {  /* the layout */
+        i++;
+        while (i < n && s[i] != '{' && s[i] != '}' && s[i] != '\n') i++;
+        if (i >= n || s[i] != '}') return -1;
+        i++;
+    }
+    return i;
 }
 
 /* A brace group at i with no brace inside outside strings: the end after its '}', or -1. */
@@ -459,17 +479,22 @@ name:
     }
     Py_ssize_t shape0 = name1 + 3;
     i = shape0;
-    if (i >= n || !(s[i] >= 'a' && s[i] <= 'z')) Py_RETURN_NONE;
-    while (i < n && ((s[i] >= 'a' && s[i] <= 'z') || is_digit(s[i]))) i++;
-    if (i >= n || s[i] != '[') Py_RETURN_NONE;
-    while (i < n && s[i] != ']' && s[i] != '\n') i++;
-    if (i >= n || s[i] != ']') Py_RETURN_NONE;
-    i++;
-    if (i < n && s[i] == '{') {  /* the layout */
+    if (i < n && s[i] == '(') {  /* a tuple of arrays */
         i++;
-        while (i < n && s[i] != '{' && s[i] != '}' && s[i] != '\n') i++;
-        if (i >= n || s[i] != '}') Py_RETURN_NONE;
+        if (i < n && s[i] != ')') {
+            for (;;) {
+                i = array_end(s, i, n);
+                if (i < 0) Py_RETURN_NONE;
+                if (i < n && s[i] == ')') break;
+                if (i + 1 >= n || s[i] != ',' || s[i + 1] != ' ') Py_RETURN_NONE;
+                i += 2;
+            }
+        }
+        if (i >= n || s[i] != ')') Py_RETURN_NONE;
         i++;
+    } else {
+        i = array_end(s, i, n);
+        if (i < 0) Py_RETURN_NONE;
     }
     Py_ssize_t shape1 = i;
     if (i >= n || s[i] != ' ') Py_RETURN_NONE;

@@ -1412,8 +1412,12 @@ def _instruction(name: str, opcode: str, shape: Shape, operands: tuple[str, ...]
 
 _NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.]*(?:-[A-Za-z0-9_.]+)*"
 _ARRAY_PATTERN = r"[a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?"  # the SHAPE token
+# A tuple of arrays, as XLA prints one of fewer than five (it numbers the elements of longer
+# ones in comments, /*index=5*/, which the token path reads).
+_TUPLE_PATTERN = rf"\((?:{_ARRAY_PATTERN}(?:, {_ARRAY_PATTERN})*)?\)"
 _LINE_RE = re.compile(
-    rf"[ \t]*(ROOT )?%?({_NAME_PATTERN}) = ({_ARRAY_PATTERN}) ({_NAME_PATTERN})\(([^()]*)\)")
+    rf"[ \t]*(ROOT )?%?({_NAME_PATTERN}) = ({_ARRAY_PATTERN}|{_TUPLE_PATTERN}) "
+    rf"({_NAME_PATTERN})\(([^()]*)\)")
 _OPERANDS_RE = re.compile(rf"(?:%?{_NAME_PATTERN}(?:, %?{_NAME_PATTERN})*)?")
 # A literal of numbers, names and brace groups (what a constant's literal is, most often).
 _LITERAL_RE = re.compile(r"[-+.A-Za-z0-9_{}, ]*")
@@ -1554,10 +1558,22 @@ def _balanced_braces(text: str) -> bool:
 
 
 def _shape(text: str) -> Shape:
+    """An array's shape text, or a tuple of arrays' (_TUPLE_PATTERN), as a Shape."""
     try:
+        if text.startswith("("):
+            made = _tuple_shapes.get(text)
+            if made is None:
+                made = _tuple_shapes[text] = tuple_shape(tuple(
+                    map(parse_array_shape, _ARRAY_TOKEN_RE.findall(text))))
+            return made
         return parse_array_shape(text)
     except ShapeError:
         raise _GiveUp from None
+
+
+# Tuple shapes by their text, as _shape_cache keeps arrays' (apart: parse_array_shape reads
+# that one, and a tuple is not an array).
+_tuple_shapes: dict[str, Shape] = {}
 
 
 class _LineReader:
