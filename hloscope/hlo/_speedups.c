@@ -12,6 +12,12 @@
  * U+00FF or brackets nested past 64 deep in a value: the parser then reads the line with its
  * token path, as it does every line the match refuses.
  *
+ * read_line(line, attribute_of, Attribute, shapes, memo, configs) also makes the line's
+ * Instruction itself (through new_instruction) where nothing in it needs decoding in Python:
+ * made_whole says when; the tuple otherwise.
+ *
+ * new_instruction(*fields): ir._new_instruction (each field stored in its slot).
+ *
  * name and opcode are interned, and so is every attribute's key. A value that is one token
  * (attribute_of's rows) is looked up in attribute_of by (key, value) and made there once by
  * Attribute(key, value); a nested one (a backend config's JSON) is made each time. operands
@@ -346,10 +352,6 @@ static PyObject *bind_parser(PyObject *self, PyObject *keys) {
     Py_RETURN_NONE;
 }
 
-static PyObject *fields_made(PyObject *, PyObject *, PyObject *, PyObject *, PyObject *,
-                             PyObject *, PyObject *, PyObject **, PyObject **, Py_ssize_t, int,
-                             PyObject *, PyObject *, PyObject *);
-
 static int literal_char(Py_UCS1 c) {
     return name_part(c) || c == '-' || c == '+' || c == '{' || c == '}' || c == ',' ||
         c == ' ';
@@ -393,6 +395,27 @@ static PyObject *made_whole(PyObject *name, PyObject *shape_text, PyObject *opco
     if (!instruction_type || field_count != 13 || !decoded_keys ||
             PyUnicode_CompareWithASCIIString(name, "ROOT") == 0)
         Py_RETURN_NONE;
+    PyObject *shape = PyDict_GetItemWithError(shapes, shape_text);
+    if (!shape) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *metadata = Py_None, *config = Py_None;  /* borrowed: the dicts hold them */
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject **slot = keys[k] == metadata_key ? &metadata :
+            keys[k] == backend_config_key ? &config : NULL;
+        if (slot) {
+            *slot = PyDict_GetItemWithError(slot == &metadata ? memo : configs, values[k]);
+            if (!*slot) {
+                if (PyErr_Occurred()) return NULL;
+                Py_RETURN_NONE;
+            }
+            continue;
+        }
+        int decoded = PySet_Contains(decoded_keys, keys[k]);
+        if (decoded < 0) return NULL;
+        if (decoded) Py_RETURN_NONE;
+    }
     PyObject *number = NULL, *literal = NULL;  /* parameter(N), constant(...) */
     if (PyUnicode_CompareWithASCIIString(opcode, "parameter") == 0) {
         number = parameter_number(inner);
@@ -403,50 +426,17 @@ static PyObject *made_whole(PyObject *name, PyObject *shape_text, PyObject *opco
     } else if (operands == Py_None) {
         Py_RETURN_NONE;
     }
-    PyObject *made = fields_made(name, shape_text, opcode, number, literal,
-                                 number || literal ? NULL : operands, attributes, keys,
-                                 values, count, root, shapes, memo, configs);
+    PyObject *empty = PyTuple_New(0), *made = NULL;
+    if (empty) {
+        PyObject *fields[13] = {name, opcode, shape, number || literal ? empty : operands,
+                                attributes, root ? Py_True : Py_False,
+                                number ? number : Py_None, literal ? literal : Py_None, empty,
+                                Py_None, metadata, config, empty};
+        made = new_instruction(NULL, fields, 13);
+        Py_DECREF(empty);
+    }
     Py_XDECREF(number);
     Py_XDECREF(literal);
-    return made;
-}
-
-static PyObject *fields_made(PyObject *name, PyObject *shape_text, PyObject *opcode,
-                             PyObject *number, PyObject *literal, PyObject *operands,
-                             PyObject *attributes, PyObject **keys, PyObject **values,
-                             Py_ssize_t count, int root, PyObject *shapes, PyObject *memo,
-                             PyObject *configs) {
-    PyObject *shape = PyDict_GetItemWithError(shapes, shape_text);
-    if (!shape) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NONE;
-    }
-    PyObject *metadata = Py_None, *config = Py_None;
-    for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject **slot = keys[k] == metadata_key ? &metadata :
-            keys[k] == backend_config_key ? &config : NULL;
-        if (slot) {
-            PyObject *decoded = PyDict_GetItemWithError(slot == &metadata ? memo : configs,
-                                                        values[k]);
-            if (!decoded) {
-                if (PyErr_Occurred()) return NULL;
-                Py_RETURN_NONE;
-            }
-            *slot = decoded;  /* borrowed: the dicts hold them */
-            continue;
-        }
-        int decoded = PySet_Contains(decoded_keys, keys[k]);
-        if (decoded < 0) return NULL;
-        if (decoded) Py_RETURN_NONE;
-    }
-    PyObject *empty = PyTuple_New(0);
-    if (!empty) return NULL;
-    PyObject *fields[13] = {name, opcode, shape, operands ? operands : empty, attributes,
-                            root ? Py_True : Py_False, number ? number : Py_None,
-                            literal ? literal : Py_None, empty, Py_None, metadata, config,
-                            empty};
-    PyObject *made = new_instruction(NULL, fields, 13);
-    Py_DECREF(empty);
     return made;
 }
 
@@ -604,8 +594,9 @@ done:
 
 static PyMethodDef methods[] = {
     {"read_line", (PyCFunction)(void (*)(void))read_line, METH_FASTCALL,
-     "read_line(line, attribute_of, Attribute) -> (is_root, name, shape_text, opcode, inner, "
-     "operands, attributes) or None: parser._read_line, compiled."},
+     "read_line(line, attribute_of, Attribute[, shapes, memo, configs]) -> (is_root, name, "
+     "shape_text, opcode, inner, operands, attributes), None, or (given the three tables) the "
+     "Instruction where nothing needs decoding in Python: parser._read_line, compiled."},
     {"bind_parser", bind_parser, METH_O,
      "bind_parser(keys): the attribute keys whose values the parser decodes in Python."},
     {"bind_instruction", bind_instruction, METH_VARARGS,

@@ -33,7 +33,7 @@ from hloscope.hlo.ir import (
 )
 from hloscope.hlo.infer import infer_shape
 from hloscope.hlo.shape import (
-    Shape, ShapeError, buffer_of, compatible, parse_array_shape, tuple_shape)
+    Shape, ShapeError, buffer_of, compatible, parse_array_shape, parse_shape, tuple_shape)
 from hloscope.hlo.shape import _cache as _shape_cache
 
 # The shape of an instruction written without one, until it is inferred.
@@ -1358,6 +1358,12 @@ def _undefined(operand: str, user: Instruction, defined: dict[str, int]) -> str:
     return "which is defined after it"
 
 
+# The attribute keys _instruction decodes to a field, apart from metadata and backend_config
+# (whose decoded values the compiled match looks up): a line with one is made in Python.
+# (Keep the two in step: a key _instruction starts to decode belongs here.)
+_DECODED_KEYS = COMPUTATION_ATTRIBUTES | {"kind", "control-predecessors"}
+
+
 def _instruction(name: str, opcode: str, shape: Shape, operands: tuple[str, ...],
                  attributes: tuple[Attribute, ...], is_root: bool,
                  parameter_number: Optional[int], literal: Optional[str],
@@ -1532,10 +1538,6 @@ def _read_line(line: str, attribute_of: dict[tuple[str, str], Attribute],
             tuple(found))
 
 
-# The attribute keys _instruction decodes to a field, apart from metadata and backend_config
-# (whose decoded values the compiled match looks up): a line with one is made here.
-_DECODED_KEYS = COMPUTATION_ATTRIBUTES | {"kind", "control-predecessors"}
-
 _read_line_compiled: Optional[Callable[..., Union[_ReadLine, Instruction, None]]]
 try:
     from hloscope.hlo import _speedups
@@ -1563,8 +1565,7 @@ def _shape(text: str) -> Shape:
         if text.startswith("("):
             made = _tuple_shapes.get(text)
             if made is None:
-                made = _tuple_shapes[text] = tuple_shape(tuple(
-                    map(parse_array_shape, _ARRAY_TOKEN_RE.findall(text))))
+                made = _tuple_shapes[text] = parse_shape(text)
             return made
         return parse_array_shape(text)
     except ShapeError:

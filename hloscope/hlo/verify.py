@@ -1432,16 +1432,14 @@ _ASYNC_TAILS = ("-start", "-update", "-done")
 assert "metadata" not in _CHECKED_VALUES  # (checked by _metadata alone, also for a like op)
 
 
-def _metadata(instr: Instruction) -> None:
-    """What the metadata's text holds that XLA's parser refuses: a flaw its decoding found,
-    an escape sequence it does not know."""
+def _metadata(instr: Instruction, value: str) -> None:
+    """What the metadata's text ``value`` holds that XLA's parser refuses: a flaw its
+    decoding found, an escape sequence it does not know."""
     metadata = instr.metadata
     if metadata is not None and metadata._flaw:
-        raise _Problem("attribute-value", f"metadata={_clip(instr.attribute('metadata') or '')} "
-                                          f"{metadata._flaw}")
-    for a in instr.attributes:
-        if a.key == "metadata" and "\\" in a.value:
-            _escapes(a.key, a.value)
+        raise _Problem("attribute-value", f"metadata={_clip(value)} {metadata._flaw}")
+    if "\\" in value:
+        _escapes("metadata", value)
 
 
 def problems(module: Module) -> list[Problem]:
@@ -1489,7 +1487,8 @@ def problems(module: Module) -> list[Problem]:
                     if like in good:
                         metadata = instr.metadata  # one object per text (the parser's)
                         if metadata is not None and id(metadata) not in good_metadata:
-                            _metadata(instr)
+                            # (one metadata attribute: an op with two is never good)
+                            _metadata(instr, instr.attribute("metadata") or "")
                             good_metadata.add(id(metadata))
                         continue
                 if instr.opcode not in XLA_OPCODES and not known_opcode(instr.opcode):
@@ -1521,7 +1520,8 @@ def problems(module: Module) -> list[Problem]:
                                 _sharding(a.value)
                             good_values.add(pair)
                     elif key == "metadata":
-                        _metadata(instr)
+                        _metadata(instr, a.value)
+                        continue  # (its escapes checked there)
                     elif key == "result_accuracy":
                         _result_accuracy(a.value)
                     if "\\" in a.value:
