@@ -10,12 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hloscope
+from hloscope.hlo import transform
 from hloscope.analysis.liveness import analyze
 from hloscope.hlo.printer import print_module
 from hloscope.hlo.transform import (SCHEDULERS, bfs_schedule, is_layout_only, reschedule,
                                     unfuse)
 
-from conftest import FIXTURES, fixture_id
+from conftest import FIXTURES, HLO_FIXTURES, fixture_id
 
 FUSED = """
 HloModule m, is_scheduled=true
@@ -201,6 +202,60 @@ def test_the_list_scheduler_gives_the_order_of_scanning_every_ready_op(ops, para
                  ") tuple(" + ", ".join(unread) + ")")
     comp = parse("HloModule m\n\nENTRY main {\n" + "\n".join(lines) + "\n}\n").entry
     assert [i.name for i in list_schedule(comp)] == [i.name for i in _list_schedule_scan(comp)]
+
+
+needs_graph_order = pytest.mark.skipif(
+    transform._graph_order is None and not os.environ.get("HLOSCOPE_REQUIRE_COMPILED"),
+    reason="hloscope.hlo._speedups is not built (no C compiler at install): the orders are "
+           "made in Python instead")
+
+
+@needs_graph_order
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_the_compiled_orders_are_the_python_ones_on_every_fixture(path: str) -> None:
+    """graph_order (C) gives bfs_schedule's and post_order_names' Python orders on every
+    computation of every fixture, fused and unfused."""
+    m = hloscope.parse_file(path)
+    for module in (m, unfuse(m).module):
+        for comp in module.computations:
+            assert transform._graph_order(comp.instructions, 0) == \
+                transform._bfs_schedule(comp), comp.name
+            assert transform._graph_order(comp.instructions, 1) == \
+                transform._post_order_names(comp), comp.name
+
+
+@needs_graph_order
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 40), max_size=4),
+                          st.lists(st.integers(0, 40), max_size=3)), min_size=1, max_size=30))
+def test_the_compiled_orders_are_the_python_ones_on_drawn_graphs(ops) -> None:
+    """The same on drawn graphs, not all of them well formed: operands and control
+    predecessors read several times, read before they are defined (a cycle, too), or not in
+    the computation at all."""
+    from hloscope.hlo.ir import Computation, Instruction
+    from hloscope.hlo.shape import parse_shape
+    shape = parse_shape("f32[2]{0}")
+    n = len(ops)
+    instrs = tuple(Instruction(name=f"i{k}", opcode="add", shape=shape,
+                               operands=tuple(f"i{p}" for p in reads),
+                               control_predecessors=tuple(f"i{p}" for p in waits))
+                   for k, (reads, waits) in enumerate(ops))
+    comp = Computation("c", instrs)
+    assert transform._graph_order(instrs, 0) == transform._bfs_schedule(comp)
+    assert transform._graph_order(instrs, 1) == transform._post_order_names(comp)
+    assert n == len(transform._post_order_names(comp))
+
+
+@needs_graph_order
+def test_the_compiled_orders_leave_two_instructions_of_one_name_to_python() -> None:
+    from hloscope.hlo.ir import Instruction
+    from hloscope.hlo.shape import parse_shape
+    twice = tuple(Instruction(name="a", opcode="negate", shape=parse_shape("f32[2]{0}"))
+                  for _ in range(2))
+    assert transform._graph_order(twice, 0) is None
+    assert transform._graph_order(twice, 1) is None
+    with pytest.raises(ValueError):
+        transform._graph_order(twice, 2)
 
 
 @pytest.mark.parametrize("name", sorted(SCHEDULERS))

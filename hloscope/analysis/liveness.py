@@ -940,9 +940,13 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         lambda gm: buffer_key(gm[1]))
     heap_slots: list[_Slot] = []
     delayed: list[tuple[int, list[Value]]] = []
+    # The steps where a value of an output's or a donated parameter's allocation ends: only
+    # a group defined at one of them can take over such an operand (operand_share's first
+    # test, for all its operands at once; most groups are defined elsewhere).
+    ends_in_outputs = {m.end for s in output_slots for m in s.members}
     for g, members in temp_groups:
         size = group_size[g]
-        slot = operand_share(members, size)
+        slot = operand_share(members, size) if members[0].start in ends_in_outputs else None
         if slot is None and be.temps_in_outputs:
             first = bisect.bisect_left(output_sizes, size)
             if len(members) == 1:
@@ -986,6 +990,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         for m in members:
             slot.add(m)
             could_take.added(slot, m)
+            ends_in_outputs.add(m.end)
         slot_of[g] = slot
 
     # The heap simulator replays the schedule: where a value is defined, a one-value buffer

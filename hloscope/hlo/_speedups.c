@@ -592,6 +592,178 @@ done:
     return result;
 }
 
+/* graph_order(instructions, kind): an order of one computation's instructions, operands
+ * before users, as transform.py's Python makes it (the reference): kind 0, bfs_schedule's
+ * (Kahn's algorithm, a FIFO queue, ties in text order; the instructions in that order);
+ * kind 1, post_order_names' (XLA's MakeInstructionPostOrder: depth-first from each
+ * instruction no other reads as an operand, in text order, visiting the control
+ * predecessors last to first, then the operands; the names in that order). Dependencies are
+ * _deps': the distinct operands and control predecessors that are instructions of the
+ * computation. None where two instructions share a name (the caller keeps the Python). */
+static PyObject *operands_name = NULL, *controls_name = NULL, *name_name = NULL;
+
+
+/* The dependencies of instruction i appended to deps from *count on, each once (mark[k]
+ * holds i + 1 once k is one of them); 0, or -1 with an exception set. read (optional) marks
+ * the instructions read as operands. */
+static int deps_of(PyObject *instr, Py_ssize_t i, PyObject *pos, int controls_first,
+                   Py_ssize_t **deps, Py_ssize_t *count, Py_ssize_t *capacity, Py_ssize_t *mark,
+                   char *read) {
+    PyObject *operands = PyObject_GetAttr(instr, operands_name);
+    if (!operands) return -1;
+    PyObject *controls = PyObject_GetAttr(instr, controls_name);
+    if (!controls) { Py_DECREF(operands); return -1; }
+    int status = -1;
+    if (!PyTuple_Check(operands) || !PyTuple_Check(controls)) {
+        PyErr_SetString(PyExc_TypeError, "operands and control_predecessors must be tuples");
+        goto done;
+    }
+    Py_ssize_t no = PyTuple_GET_SIZE(operands), nc = PyTuple_GET_SIZE(controls);
+    if (*count + no + nc > *capacity) {
+        Py_ssize_t grown = (*capacity + no + nc) * 2;
+        Py_ssize_t *more = PyMem_Realloc(*deps, grown * sizeof(Py_ssize_t));
+        if (!more) { PyErr_NoMemory(); goto done; }
+        *deps = more;
+        *capacity = grown;
+    }
+    /* controls_first: the controls last to first, then the operands; else the operands,
+     * then the controls first to last */
+    for (int part = 0; part < 2; part++) {
+        int is_controls = controls_first ? part == 0 : part == 1;
+        PyObject *from = is_controls ? controls : operands;
+        Py_ssize_t n = PyTuple_GET_SIZE(from);
+        for (Py_ssize_t j = 0; j < n; j++) {
+            PyObject *name = PyTuple_GET_ITEM(from, is_controls && controls_first ? n - 1 - j : j);
+            PyObject *k = PyDict_GetItemWithError(pos, name);
+            if (!k) {
+                if (PyErr_Occurred()) goto done;
+                continue;
+            }
+            Py_ssize_t at = PyLong_AsSsize_t(k);
+            if (!is_controls && read) read[at] = 1;
+            if (mark[at] != i + 1) {
+                mark[at] = i + 1;
+                (*deps)[(*count)++] = at;
+            }
+        }
+    }
+    status = 0;
+done:
+    Py_DECREF(operands);
+    Py_DECREF(controls);
+    return status;
+}
+
+static PyObject *graph_order(PyObject *self, PyObject *args) {
+    PyObject *instrs;
+    int kind;
+    if (!PyArg_ParseTuple(args, "O!i", &PyTuple_Type, &instrs, &kind)) return NULL;
+    if (kind != 0 && kind != 1) {
+        PyErr_SetString(PyExc_ValueError, "kind is 0 (breadth-first) or 1 (post order)");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(instrs);
+    PyObject *pos = PyDict_New(), *names = PyList_New(n), *result = NULL;
+    Py_ssize_t *first = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *order = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *work = PyMem_Calloc(2 * n + 1, sizeof(Py_ssize_t));
+    char *flag = PyMem_Calloc(n + 1, 1);
+    Py_ssize_t capacity = 2 * n + 16, count = 0, done_count = 0;
+    Py_ssize_t *deps = PyMem_Malloc(capacity * sizeof(Py_ssize_t));
+    Py_ssize_t *users = NULL, *ufirst = NULL;
+    if (!pos || !names || !first || !order || !work || !flag || !deps) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyObject_GetAttr(PyTuple_GET_ITEM(instrs, i), name_name);
+        if (!name) goto done;
+        PyList_SET_ITEM(names, i, name);
+        PyObject *k = PyLong_FromSsize_t(i);
+        if (!k || PyDict_SetItem(pos, name, k) < 0) { Py_XDECREF(k); goto done; }
+        Py_DECREF(k);
+    }
+    if (PyDict_GET_SIZE(pos) != n) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        first[i] = count;
+        /* work: the marks here, the queue's counts or the walk's stacks below */
+        if (deps_of(PyTuple_GET_ITEM(instrs, i), i, pos, kind == 1, &deps, &count, &capacity,
+                    work, kind == 1 ? flag : NULL) < 0)
+            goto done;
+    }
+    first[n] = count;
+    if (kind == 0) {
+        /* users of each instruction, in text order; missing: the deps not yet scheduled */
+        users = PyMem_Malloc((count + 1) * sizeof(Py_ssize_t));
+        ufirst = PyMem_Calloc(n + 2, sizeof(Py_ssize_t));
+        Py_ssize_t *missing = work;
+        if (!users || !ufirst) { PyErr_NoMemory(); goto done; }
+        for (Py_ssize_t j = 0; j < count; j++) ufirst[deps[j] + 2]++;
+        for (Py_ssize_t i = 0; i < n; i++) ufirst[i + 2] += ufirst[i + 1];
+        for (Py_ssize_t i = 0; i < n; i++) {
+            missing[i] = first[i + 1] - first[i];
+            for (Py_ssize_t j = first[i]; j < first[i + 1]; j++) users[ufirst[deps[j] + 1]++] = i;
+        }
+        Py_ssize_t head = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (missing[i] == 0) order[done_count++] = i;
+        while (head < done_count) {
+            Py_ssize_t v = order[head++];
+            for (Py_ssize_t j = ufirst[v]; j < ufirst[v + 1]; j++)
+                if (--missing[users[j]] == 0) order[done_count++] = users[j];
+        }
+    } else {
+        /* flag: 1 read as an operand (not a root); done: bit 2 */
+        Py_ssize_t *stack = work, *at = work + n;
+        for (int pass = 0; pass < 2; pass++) {
+            for (Py_ssize_t s = 0; s < n; s++) {
+                if ((flag[s] & 2) || (pass == 0 && (flag[s] & 1))) continue;
+                flag[s] |= 2;
+                Py_ssize_t depth = 0;
+                stack[0] = s;
+                at[0] = 0;
+                depth = 1;
+                while (depth) {
+                    Py_ssize_t top = stack[depth - 1];
+                    Py_ssize_t k = first[top] + at[depth - 1], end = first[top + 1];
+                    while (k < end && (flag[deps[k]] & 2)) k++;
+                    if (k == end) {
+                        order[done_count++] = top;
+                        depth--;
+                    } else {
+                        at[depth - 1] = k + 1 - first[top];
+                        flag[deps[k]] |= 2;
+                        stack[depth] = deps[k];
+                        at[depth] = 0;
+                        depth++;
+                    }
+                }
+            }
+        }
+    }
+    result = PyList_New(done_count);
+    if (!result) goto done;
+    for (Py_ssize_t i = 0; i < done_count; i++) {
+        PyObject *item = kind == 0 ? PyTuple_GET_ITEM(instrs, order[i])
+                                   : PyList_GET_ITEM(names, order[i]);
+        PyList_SET_ITEM(result, i, Py_NewRef(item));
+    }
+done:
+    Py_XDECREF(pos);
+    Py_XDECREF(names);
+    PyMem_Free(first);
+    PyMem_Free(order);
+    PyMem_Free(work);
+    PyMem_Free(flag);
+    PyMem_Free(deps);
+    PyMem_Free(users);
+    PyMem_Free(ufirst);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"read_line", (PyCFunction)(void (*)(void))read_line, METH_FASTCALL,
      "read_line(line, attribute_of, Attribute[, shapes, memo, configs]) -> (is_root, name, "
@@ -603,6 +775,9 @@ static PyMethodDef methods[] = {
      "bind_instruction(Instruction, field_names): the slots new_instruction fills."},
     {"new_instruction", (PyCFunction)(void (*)(void))new_instruction, METH_FASTCALL,
      "new_instruction(*fields) -> Instruction: ir._new_instruction, compiled."},
+    {"graph_order", graph_order, METH_VARARGS,
+     "graph_order(instructions, kind) -> list: bfs_schedule's instructions (kind 0) or "
+     "post_order_names' names (kind 1), compiled; None where two share a name."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -612,4 +787,10 @@ static struct PyModuleDef module = {
     "and ir._new_instruction are the references).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__speedups(void) {
+    operands_name = PyUnicode_InternFromString("operands");
+    controls_name = PyUnicode_InternFromString("control_predecessors");
+    name_name = PyUnicode_InternFromString("name");
+    if (!operands_name || !controls_name || !name_name) return NULL;
+    return PyModule_Create(&module);
+}

@@ -11,7 +11,7 @@ import dataclasses
 import heapq
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Attribute, Computation, Instruction, Module, new_instruction
@@ -359,9 +359,31 @@ def _deps(comp: Computation, controls_first: bool = False) -> dict[str, list[str
     return out
 
 
+def _compiled_graph_order() -> Optional[Callable[[tuple[Instruction, ...], int], Any]]:
+    """_speedups.graph_order, where the extension is built: bfs_schedule's and
+    post_order_names' orders in C (the Python below is the reference)."""
+    try:
+        from hloscope.hlo import _speedups
+    except ImportError:  # pragma: no cover - installs without a C compiler
+        return None
+    return _speedups.graph_order
+
+
+_graph_order = _compiled_graph_order()
+
+
 def bfs_schedule(comp: Computation) -> list[Instruction]:
     """Breadth-first from the parameters (Kahn's algorithm with a FIFO queue, ties in text
     order): XLA's BFSMemoryScheduler, which XLA:CPU uses."""
+    if _graph_order is not None:
+        order: Optional[list[Instruction]] = _graph_order(comp.instructions, 0)
+        if order is not None:  # None: two instructions share a name
+            return order
+    return _bfs_schedule(comp)
+
+
+def _bfs_schedule(comp: Computation) -> list[Instruction]:
+    """bfs_schedule in Python."""
     deps = _deps(comp)
     users: dict[str, list[str]] = {n: [] for n in deps}
     missing = {n: len(d) for n, d in deps.items()}
@@ -444,6 +466,15 @@ def post_order_schedule(comp: Computation) -> list[Instruction]:
 
 def post_order_names(comp: Computation) -> list[str]:
     """``post_order_schedule``'s order, by instruction name."""
+    if _graph_order is not None:
+        order: Optional[list[str]] = _graph_order(comp.instructions, 1)
+        if order is not None:
+            return order
+    return _post_order_names(comp)
+
+
+def _post_order_names(comp: Computation) -> list[str]:
+    """post_order_names in Python."""
     return _depth_first_names(comp, _deps(comp, controls_first=True), _operand_roots(comp))
 
 
