@@ -1,5 +1,6 @@
 """Types of the compiled hot paths (_speedups.c); parser._read_line, parser._instruction and
-ir._new_instruction are the references."""
+ir._new_instruction are the references, and transform._bfs_schedule and
+transform._post_order_names those of graph_order."""
 from typing import Any, Optional, Union
 
 from hloscope.hlo.ir import Attribute, Instruction
@@ -14,3 +15,6 @@ def bind_parser(keys: frozenset[str]) -> None: ...
 def bind_instruction(type: type, names: tuple[str, ...]) -> None: ...
 
 def new_instruction(*fields: Any) -> Any: ...
+
+def graph_order(instructions: tuple[Instruction, ...], kind: int
+                ) -> Union[list[Instruction], list[str], None]: ...
