@@ -292,6 +292,12 @@ def _tuple_indices(shape: Shape) -> set[Index]:
 
 # The opcode endings of the ops _async_aliases and _wrapped_tables read.
 _ASYNC_SUFFIXES = ("-start", "-done", "-update")
+# The opcodes whose tree _tree makes other than as one array of their own (given an array
+# shape and an opcode no async suffix ends), and those in_place_pairs may give pairs for.
+_OWN_TREES = frozenset({"parameter", "bitcast", "get-tuple-element", "tuple"})
+_MAY_BE_IN_PLACE = IN_PLACE_DEFAULT | {"custom-call", "async-start", "set-dimension-size",
+                                       "ragged-all-to-all", "collective-permute",
+                                       "collective-permute-start", "fusion"}
 
 
 def _async_aliases(instr: Instruction, operands: list[Tree]) -> Tree:
@@ -398,12 +404,29 @@ class _Builder:
         self.phi = phi
         self.invariant = invariant
         start = len(self.schedule)
+        name = comp.name
+        trees, schedule, instr_at, uses = self.trees, self.schedule, self.instr_at, self.uses
+        in_place = self.backend.in_place
         for instr in comp.instructions:
-            if instr.opcode in CONTROL_FLOW:
+            op = instr.opcode
+            if op in CONTROL_FLOW:
                 self._control_flow(comp, instr)
                 continue
-            t = len(self.schedule)
-            self.trees[self._step(comp.name, instr)] = self._tree(comp, instr, params, t, phi)
+            t = len(schedule)
+            key = (name, instr.name)
+            schedule.append((name, instr))
+            instr_at[key] = instr
+            if op in _OWN_TREES or instr.shape.is_tuple or op.endswith(_ASYNC_SUFFIXES) or \
+                    (in_place and op in _MAY_BE_IN_PLACE):
+                trees[key] = self._tree(comp, instr, params, t, phi)
+                continue
+            # _tree's most common case, inlined: an array of its own, defined here, which
+            # reads its operands' values here and no operand's buffer.
+            for o in instr.operands:
+                for v in trees[(name, o)].values():
+                    if uses[v] < t:
+                        uses[v] = t
+            trees[key] = {(): self.define(name, instr, (), instr.shape, t)}
         end = len(self.schedule) - 1
         root = self.trees[(comp.name, comp.root.name)]
         if params is not None:
@@ -550,6 +573,9 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
     # one's source text found once, by the object's id (every object stays alive, held by
     # its instructions, while the loop runs).
     source_of: dict[int, str] = {}
+    # What a value takes from its shape, found once per shape object (the parser makes one
+    # per distinct text, shared by the instructions of that shape).
+    shape_facts: dict[int, tuple[str, int, int, int, int, bool]] = {}
     for vid, (comp, instr, index, shape, start) in enumerate(b.defs):
         last = b.uses[vid]
         if instr.opcode == "parameter" and comp == module.entry_name:
@@ -567,11 +593,14 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
             loc = module.source_location(instr)
             source = source_of[id(md)] = \
                 intern(f"{loc.file}:{loc.line}") if loc and loc.file else ""
-        values.append(Value(
-            vid, instr.name, comp, index, str(shape), shape.logical_bytes, shape.padded_bytes,
-            be.value_bytes(shape), start, last,
-            shape.layout.memory_space if shape.layout else 0, shape.is_tuple,
-            md.op_name if md else "", source))
+        facts = shape_facts.get(id(shape))
+        if facts is None:
+            facts = shape_facts[id(shape)] = (
+                str(shape), shape.logical_bytes, shape.padded_bytes, be.value_bytes(shape),
+                shape.layout.memory_space if shape.layout else 0, shape.is_tuple)
+        text, logical, padded, size, space, is_tuple = facts
+        values.append(Value(vid, instr.name, comp, index, text, logical, padded, size, start,
+                            last, space, is_tuple, md.op_name if md else "", source))
     # Every value is made: what the builder kept per value goes now, before the assignment
     # (the peak of a large module's analysis).
     b.defs, b.uses = [], []
@@ -907,13 +936,14 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         allocation made by then counts: an output's or a donated parameter's; temporaries get
         theirs later, from the heap simulator (``heap_share``)."""
         v = members[0]
-        instr = instr_at[(v.computation, v.instruction)]
+        comp, vs = v.computation, v.start
+        instr = instr_at[(comp, v.instruction)]
         for op in instr.operands:
-            # dying_operands(v), its cheapest test first: the operand's value has an
-            # output's or a donated parameter's allocation by now (few do).
-            tree = trees.get((v.computation, op))
+            # dying_operands(v), its cheapest tests first: the operand's value ends where v
+            # starts, and it has an output's or a donated parameter's allocation by now.
+            tree = trees.get((comp, op))
             uid = tree.get(()) if tree is not None else None
-            if uid is None:
+            if uid is None or values[uid].end != vs:
                 continue
             slot = slot_of.get(group_of[uid])
             if slot is None or not (slot.cls == OUTPUT or slot.aliased) or slot.size < size:
