@@ -310,6 +310,103 @@ def test_the_compiled_tree_hands_large_heaps_and_bad_input_back() -> None:
         _heaptree.place([((0, 1),)], [1], 0, 1)
 
 
+def _value(vid: int, start: int, end: int):  # type: ignore[no-untyped-def]
+    from hloscope.analysis.liveness import Value
+    return Value(vid, f"v{vid}", "c", (), "f32[1]{0}", 4, 4, 4, start, end, 0, False)
+
+
+@needs_heaptree
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_compiled_output_table_finds_what_the_python_one_finds(data: st.DataObject) -> None:
+    """_heaptree.OutputTable (its own filter, the same test in C) gives the allocation
+    liveness._OutputTable gives, group after group, on drawn allocations (over 64 of them,
+    so the bitsets take several words; long and short members, overlapping ones too, index
+    tables) and a drawn handoff rule; conflicts agree, and each allocation ends with the same
+    members in the same order."""
+    from hloscope.analysis.liveness import _CompiledOutputTable, _OutputTable, _Slot
+    steps = data.draw(st.integers(1, 700), label="steps")
+    span = st.integers(0, steps).flatmap(
+        lambda s: st.tuples(st.just(s), st.integers(s, steps)))
+    ids = iter(range(10 ** 6))
+    specs = data.draw(st.lists(st.tuples(st.lists(span, min_size=1, max_size=3),
+                                         st.booleans()), min_size=1, max_size=90),
+                      label="allocations")
+    salt = data.draw(st.integers(0, 6), label="handoff rule")
+
+    def handoff(earlier, later) -> bool:  # type: ignore[no-untyped-def]
+        return (earlier.id * 7 + later.id + salt) % 3 == 0
+
+    tables = []
+    for compiled in (False, True):
+        slots = []
+        for k, (spans, table) in enumerate(specs):
+            s = _Slot(k, "output", 1)
+            s.is_table = table
+            for start, end in sorted(spans):
+                s.add(_value(1000 * k + len(s.members), start, end))
+            slots.append(s)
+        tables.append((_CompiledOutputTable if compiled else _OutputTable)(slots, steps))
+    python, c = tables
+    for _ in range(data.draw(st.integers(1, 40), label="groups")):
+        group = [_value(next(ids) + 10 ** 6, *data.draw(span))
+                 for _ in range(data.draw(st.integers(1, 3)))]
+        first = data.draw(st.integers(0, len(specs)))
+        k = python.find(first, group, handoff)
+        assert c.find(first, group, handoff) == k
+        probe = data.draw(st.integers(0, len(specs) - 1))
+        assert c.conflicts(probe, group[0], handoff) == python.conflicts(probe, group[0],
+                                                                         handoff)
+        if k >= 0:
+            python.add(k, group)
+            c.add(k, group)
+    members = [list(s.members) for s in python.slots]
+    c.finish()
+    assert [s.members for s in c.slots] == members
+    assert [s.starts for s in c.slots] == [[m.start for m in ms] for ms in members]
+    assert [s.disjoint for s in c.slots] == [s.disjoint for s in python.slots]
+
+
+@needs_heaptree
+def test_the_compiled_output_table_refuses_bad_input() -> None:
+    from hloscope.analysis._heaptree import OutputTable
+    t = OutputTable([[_value(0, 0, 5)]], [False], 10)
+    assert t.find(0, [_value(1, 6, 9)], lambda a, b: False) == 0
+    assert t.find(1, [_value(1, 6, 9)], lambda a, b: False) == -1
+    assert t.find(0, [_value(1, 2, 9)], lambda a, b: False) == -1
+    with pytest.raises(ValueError):
+        t.find(0, [_value(1, 6, 11)], lambda a, b: False)  # after the last step
+    with pytest.raises(ValueError):
+        OutputTable([[_value(0, 5, 4)]], [False], 10)
+    with pytest.raises(ValueError):
+        OutputTable([[]], [False, True], 10)
+    with pytest.raises(IndexError):
+        t.add(1, [])
+    with pytest.raises(ZeroDivisionError):  # the handoff's own error comes through
+        t.find(0, [_value(1, 5, 9)], lambda a, b: 1 // 0)
+
+
+@needs_heaptree
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_the_compiled_output_table_gives_the_python_analysis(path: str) -> None:
+    """Every fixture's fused and unfused analyses are the same, value by value and buffer by
+    buffer, with the compiled output table and with the Python one."""
+    from hloscope.analysis import liveness
+    module = hloscope.parse_file(path)
+    be = backend_for(module)
+    runs = []
+    for table in (liveness._OutputTable, liveness._CompiledOutputTable):
+        saved = liveness.OUTPUT_TABLE
+        liveness.OUTPUT_TABLE = table
+        try:
+            fused = analyze(module, be)
+            unfused = unfused_analysis(module, be)[0]
+        finally:
+            liveness.OUTPUT_TABLE = saved
+        runs.append([(a.values, a.buffers, a.figures) for a in (fused, unfused)])
+    assert runs[0] == runs[1]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 120), st.integers(0, 60)),
                                    min_size=1, max_size=3),

@@ -438,7 +438,361 @@ done:
     return result;
 }
 
+/* ---- OutputTable: liveness._OutputTable in C ----------------------------------------------
+ *
+ * The output allocations (an output's or a donated parameter's) that temporaries may move
+ * into, and the search for the first that takes a group of values (liveness._assign; the
+ * Python class is the reference). Each allocation keeps its members sorted by start (ties in
+ * the order added) as arrays. A candidate is any allocation from `first` on that is not an
+ * index table, and that has no member strictly covering the 64-step bucket of the value's
+ * start or end ("covered", a bitset over allocations per bucket), nor strictly overlapping
+ * one of two members it started with (the longest-lived and the last to end): each such
+ * member overlaps the value at a step that is neither end, where no handoff helps. The full
+ * test is _Slot.conflicts', calling the given handoff(earlier, later) where two values
+ * touch. Any candidate the filters drop would fail that test, so the first allocation found
+ * is the reference's. */
+
+#define BUCKET 64
+
+typedef struct {
+    Py_ssize_t n, cap;
+    int64_t *start, *end;
+    PyObject **member;
+    int disjoint, table;
+    uint64_t *occupied;           /* bit b: a member occupies a step of bucket b */
+    int nkeep;
+    int64_t keep_start[2], keep_end[2];
+} OSlot;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t nslots, words, nbuckets, bwords;
+    int64_t steps;                /* no value ends after this step */
+    OSlot *slots;
+    uint64_t *covered;            /* nbuckets rows of `words` words */
+    uint64_t *candidates;         /* the allocations that are not index tables */
+} OutputTable;
+
+static PyObject *start_name = NULL, *end_name = NULL;
+
+static int value_range(PyObject *v, int64_t *start, int64_t *end) {
+    PyObject *s = PyObject_GetAttr(v, start_name);
+    if (!s) return -1;
+    *start = PyLong_AsLongLong(s);
+    Py_DECREF(s);
+    if (*start == -1 && PyErr_Occurred()) return -1;
+    PyObject *e = PyObject_GetAttr(v, end_name);
+    if (!e) return -1;
+    *end = PyLong_AsLongLong(e);
+    Py_DECREF(e);
+    if (*end == -1 && PyErr_Occurred()) return -1;
+    if (*start < 0 || *end < *start) {
+        PyErr_SetString(PyExc_ValueError, "a value's range must be 0 <= start <= end");
+        return -1;
+    }
+    return 0;
+}
+
+static Py_ssize_t bucket_of(const OutputTable *t, int64_t step) {
+    return (Py_ssize_t)(step / BUCKET);  /* step <= t->steps (checked_range): a bucket */
+}
+
+/* value_range, and the value must end by the table's last step */
+static int checked_range(const OutputTable *t, PyObject *v, int64_t *start, int64_t *end) {
+    if (value_range(v, start, end) < 0) return -1;
+    if (*end > t->steps) {
+        PyErr_SetString(PyExc_ValueError, "a value ends after the table's last step");
+        return -1;
+    }
+    return 0;
+}
+
+static int oslot_add(OutputTable *t, OSlot *s, PyObject *v, int64_t vs, int64_t ve) {
+    if (s->n == s->cap) {
+        Py_ssize_t cap = s->cap ? 2 * s->cap : 4;
+        int64_t *start = PyMem_Realloc(s->start, cap * sizeof(int64_t));
+        if (!start) { PyErr_NoMemory(); return -1; }
+        s->start = start;
+        int64_t *end = PyMem_Realloc(s->end, cap * sizeof(int64_t));
+        if (!end) { PyErr_NoMemory(); return -1; }
+        s->end = end;
+        PyObject **member = PyMem_Realloc(s->member, cap * sizeof(PyObject *));
+        if (!member) { PyErr_NoMemory(); return -1; }
+        s->member = member;
+        s->cap = cap;
+    }
+    for (Py_ssize_t b = bucket_of(t, vs), last = bucket_of(t, ve); b <= last; b++)
+        s->occupied[b / 64] |= (uint64_t)1 << (b % 64);
+    Py_ssize_t k = upper_bound(s->start, s->n, vs);
+    if (s->disjoint && ((k > 0 && s->end[k - 1] > vs) || (k < s->n && s->start[k] < ve)))
+        s->disjoint = 0;  /* e.g. a loop's state values, which overlap by design */
+    memmove(s->start + k + 1, s->start + k, (s->n - k) * sizeof(int64_t));
+    memmove(s->end + k + 1, s->end + k, (s->n - k) * sizeof(int64_t));
+    memmove(s->member + k + 1, s->member + k, (s->n - k) * sizeof(PyObject *));
+    s->start[k] = vs;
+    s->end[k] = ve;
+    s->member[k] = Py_NewRef(v);
+    s->n++;
+    return 0;
+}
+
+/* Mark the buckets a member of allocation k covers strictly inside its range. */
+static void cover(OutputTable *t, Py_ssize_t k, int64_t vs, int64_t ve) {
+    int64_t lo = vs / BUCKET + 1, hi = ve >= BUCKET ? (ve - BUCKET) / BUCKET : -1;
+    if (hi >= t->nbuckets) hi = t->nbuckets - 1;
+    uint64_t bit = (uint64_t)1 << (k % 64);
+    for (int64_t b = lo; b <= hi; b++) t->covered[b * t->words + k / 64] |= bit;
+}
+
+/* 1 if the value (v, over [vs, ve]) conflicts with a member of s, 0 if not, -1 on error. */
+static int oslot_conflicts(OSlot *s, PyObject *v, int64_t vs, int64_t ve, PyObject *handoff) {
+    Py_ssize_t k = upper_bound(s->start, s->n, ve);
+    for (Py_ssize_t i = 0; i < k; i++) {
+        Py_ssize_t j = s->disjoint ? k - 1 - i : i;
+        if (s->end[j] < vs) {
+            if (s->disjoint) return 0;  /* ends are sorted too: none before it reaches v */
+            continue;
+        }
+        int r = 0;
+        if (s->end[j] == vs) {
+            PyObject *got = PyObject_CallFunctionObjArgs(handoff, s->member[j], v, NULL);
+            if (!got) return -1;
+            r = PyObject_IsTrue(got);
+            Py_DECREF(got);
+            if (r < 0) return -1;
+        }
+        if (!r && ve == s->start[j]) {
+            PyObject *got = PyObject_CallFunctionObjArgs(handoff, v, s->member[j], NULL);
+            if (!got) return -1;
+            r = PyObject_IsTrue(got);
+            Py_DECREF(got);
+            if (r < 0) return -1;
+        }
+        if (!r) return 1;
+    }
+    return 0;
+}
+
+/* Any bucket of [lo, hi] occupied in s? */
+static int occupied_in(const OutputTable *t, const OSlot *s, int64_t lo, int64_t hi) {
+    if (hi >= t->nbuckets) hi = t->nbuckets - 1;
+    for (int64_t b = lo; b <= hi; b++) {
+        if ((b % 64) == 0 && b + 63 <= hi) {
+            if (s->occupied[b / 64]) return 1;
+            b += 63;
+            continue;
+        }
+        if (s->occupied[b / 64] & ((uint64_t)1 << (b % 64))) return 1;
+    }
+    return 0;
+}
+
+static void output_table_dealloc(OutputTable *t) {
+    if (t->slots) {
+        for (Py_ssize_t k = 0; k < t->nslots; k++) {
+            OSlot *s = &t->slots[k];
+            for (Py_ssize_t j = 0; j < s->n; j++) Py_DECREF(s->member[j]);
+            PyMem_Free(s->start);
+            PyMem_Free(s->end);
+            PyMem_Free(s->member);
+            PyMem_Free(s->occupied);
+        }
+        PyMem_Free(t->slots);
+    }
+    PyMem_Free(t->covered);
+    PyMem_Free(t->candidates);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static int table_slot(OutputTable *t, Py_ssize_t k) {
+    if (k < 0 || k >= t->nslots) {
+        PyErr_SetString(PyExc_IndexError, "no such allocation");
+        return -1;
+    }
+    return 0;
+}
+
+static int add_members(OutputTable *t, Py_ssize_t k, PyObject *members) {
+    PyObject *seq = PySequence_Fast(members, "members must be a sequence");
+    if (!seq) return -1;
+    for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(seq); j++) {
+        PyObject *v = PySequence_Fast_GET_ITEM(seq, j);
+        int64_t vs, ve;
+        if (checked_range(t, v, &vs, &ve) < 0 || oslot_add(t, &t->slots[k], v, vs, ve) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        cover(t, k, vs, ve);
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* OutputTable(members, tables, steps): members[k], allocation k's values sorted by start;
+ * tables[k], whether it is an index table; steps, the last step a value may end at. */
+static PyObject *output_table_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *members, *tables;
+    Py_ssize_t steps;
+    if (!PyArg_ParseTuple(args, "O!O!n", &PyList_Type, &members, &PyList_Type, &tables, &steps))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(members);
+    if (PyList_GET_SIZE(tables) != n || steps < 0) {
+        PyErr_SetString(PyExc_ValueError, "one table flag per allocation, and steps >= 0");
+        return NULL;
+    }
+    OutputTable *t = (OutputTable *)type->tp_alloc(type, 0);
+    if (!t) return NULL;
+    t->nslots = n;
+    t->steps = steps;
+    t->words = n / 64 + 1;
+    t->nbuckets = steps / BUCKET + 2;
+    t->bwords = t->nbuckets / 64 + 1;
+    t->slots = PyMem_Calloc(n ? n : 1, sizeof(OSlot));
+    t->covered = PyMem_Calloc(t->nbuckets * t->words, sizeof(uint64_t));
+    t->candidates = PyMem_Calloc(t->words, sizeof(uint64_t));
+    if (!t->slots || !t->covered || !t->candidates) goto fail_memory;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        OSlot *s = &t->slots[k];
+        s->disjoint = 1;
+        s->occupied = PyMem_Calloc(t->bwords, sizeof(uint64_t));
+        if (!s->occupied) goto fail_memory;
+        int table = PyObject_IsTrue(PyList_GET_ITEM(tables, k));
+        if (table < 0) goto fail;
+        s->table = table;
+        if (!table) t->candidates[k / 64] |= (uint64_t)1 << (k % 64);
+        if (add_members(t, k, PyList_GET_ITEM(members, k)) < 0) goto fail;
+        /* the longest-lived member (the earliest of equal ones) and the last to end */
+        Py_ssize_t longest = -1, last = -1;
+        for (Py_ssize_t j = 0; j < s->n; j++) {
+            if (longest < 0 || s->end[j] - s->start[j] > s->end[longest] - s->start[longest])
+                longest = j;
+            if (last < 0 || s->end[j] > s->end[last] ||
+                    (s->end[j] == s->end[last] && s->start[j] > s->start[last]))
+                last = j;
+        }
+        if (longest >= 0) {
+            s->keep_start[0] = s->start[longest];
+            s->keep_end[0] = s->end[longest];
+            s->keep_start[1] = s->start[last];
+            s->keep_end[1] = s->end[last];
+            s->nkeep = 2;
+        }
+    }
+    return (PyObject *)t;
+fail_memory:
+    PyErr_NoMemory();
+fail:
+    Py_DECREF(t);
+    return NULL;
+}
+
+/* find(first, members, handoff) -> the first allocation from `first` on that takes the
+ * group `members` (members[0] its first value), or -1. */
+static PyObject *output_table_find(OutputTable *t, PyObject *args) {
+    Py_ssize_t first;
+    PyObject *members, *handoff;
+    if (!PyArg_ParseTuple(args, "nO!O", &first, &PyList_Type, &members, &handoff)) return NULL;
+    Py_ssize_t m = PyList_GET_SIZE(members);
+    if (m == 0 || first >= t->nslots) return PyLong_FromSsize_t(-1);
+    if (first < 0) first = 0;
+    int64_t stack_s[8], stack_e[8];
+    int64_t *ms = m <= 8 ? stack_s : PyMem_Malloc(m * sizeof(int64_t));
+    int64_t *me = m <= 8 ? stack_e : PyMem_Malloc(m * sizeof(int64_t));
+    Py_ssize_t found = -1;
+    int error = 0;
+    if (!ms || !me) { PyErr_NoMemory(); error = 1; goto done; }
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (checked_range(t, PyList_GET_ITEM(members, j), &ms[j], &me[j]) < 0) {
+            error = 1;
+            goto done;
+        }
+    int64_t vs = ms[0], ve = me[0];
+    const uint64_t *row_s = t->covered + bucket_of(t, vs) * t->words;
+    const uint64_t *row_e = t->covered + bucket_of(t, ve) * t->words;
+    /* the buckets wholly inside (vs, ve) */
+    int64_t inside_lo = (vs + BUCKET) / BUCKET, inside_hi = ve / BUCKET - 1;
+    for (Py_ssize_t w = first / 64; w < t->words && found < 0; w++) {
+        uint64_t bits = t->candidates[w] & ~(row_s[w] | row_e[w]);
+        if (w == first / 64) bits &= ~(uint64_t)0 << (first % 64);
+        while (bits) {
+            Py_ssize_t k = w * 64 + __builtin_ctzll(bits);
+            bits &= bits - 1;
+            OSlot *s = &t->slots[k];
+            int overlaps = 0;
+            for (int i = 0; i < s->nkeep; i++)
+                if (s->keep_start[i] < ve && s->keep_end[i] > vs) overlaps = 1;
+            if (overlaps) continue;
+            if (m == 1 && inside_lo <= inside_hi && occupied_in(t, s, inside_lo, inside_hi))
+                continue;  /* a member occupies a bucket inside v's range */
+            int conflict = 0;
+            for (Py_ssize_t j = 0; j < m && !conflict; j++) {
+                conflict = oslot_conflicts(s, PyList_GET_ITEM(members, j), ms[j], me[j], handoff);
+                if (conflict < 0) { error = 1; goto done; }
+            }
+            if (!conflict) { found = k; break; }
+        }
+    }
+done:
+    if (ms != stack_s) PyMem_Free(ms);
+    if (me != stack_e) PyMem_Free(me);
+    return error ? NULL : PyLong_FromSsize_t(found);
+}
+
+static PyObject *output_table_add(OutputTable *t, PyObject *args) {
+    Py_ssize_t k;
+    PyObject *members;
+    if (!PyArg_ParseTuple(args, "nO", &k, &members) || table_slot(t, k) < 0) return NULL;
+    if (add_members(t, k, members) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *output_table_conflicts(OutputTable *t, PyObject *args) {
+    Py_ssize_t k;
+    PyObject *v, *handoff;
+    if (!PyArg_ParseTuple(args, "nOO", &k, &v, &handoff) || table_slot(t, k) < 0) return NULL;
+    int64_t vs, ve;
+    if (checked_range(t, v, &vs, &ve) < 0) return NULL;
+    int r = oslot_conflicts(&t->slots[k], v, vs, ve, handoff);
+    if (r < 0) return NULL;
+    return PyBool_FromLong(r);
+}
+
+static PyObject *output_table_members(OutputTable *t, PyObject *args) {
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "n", &k) || table_slot(t, k) < 0) return NULL;
+    OSlot *s = &t->slots[k];
+    PyObject *out = PyList_New(s->n);
+    if (!out) return NULL;
+    for (Py_ssize_t j = 0; j < s->n; j++) PyList_SET_ITEM(out, j, Py_NewRef(s->member[j]));
+    return Py_BuildValue("NO", out, s->disjoint ? Py_True : Py_False);
+}
+
+static PyMethodDef output_table_methods[] = {
+    {"find", (PyCFunction)output_table_find, METH_VARARGS,
+     "find(first, members, handoff) -> the first allocation from first on that takes the "
+     "group, or -1."},
+    {"add", (PyCFunction)output_table_add, METH_VARARGS,
+     "add(k, members): the group's values go into allocation k."},
+    {"conflicts", (PyCFunction)output_table_conflicts, METH_VARARGS,
+     "conflicts(k, value, handoff) -> does value overlap a member of allocation k?"},
+    {"members", (PyCFunction)output_table_members, METH_VARARGS,
+     "members(k) -> (allocation k's values sorted by start, whether they are disjoint)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject OutputTableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hloscope.analysis._heaptree.OutputTable",
+    .tp_basicsize = sizeof(OutputTable),
+    .tp_dealloc = (destructor)output_table_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "liveness._OutputTable in C: output allocations that temporaries may move into.",
+    .tp_methods = output_table_methods,
+    .tp_new = output_table_new,
+};
+
 static PyMethodDef methods[] = {
+
     {"place", place, METH_VARARGS,
      "place(ranges, sizes, alignment, give_up) -> (offsets, heap), or None where the heap "
      "might pass 2**62: heap._place_tree's best fit in the order given."},
@@ -450,4 +804,15 @@ static struct PyModuleDef module = {
     "heap._place_tree's loop in C (same offsets; heap.py is the reference).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__heaptree(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__heaptree(void) {
+    start_name = PyUnicode_InternFromString("start");
+    end_name = PyUnicode_InternFromString("end");
+    if (!start_name || !end_name || PyType_Ready(&OutputTableType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "OutputTable", (PyObject *)&OutputTableType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -782,6 +782,94 @@ class _OutputFilter:
             bits ^= low
 
 
+class _OutputTable:
+    """The output allocations (an output's or a donated parameter's, in the order XLA tries
+    them) that temporaries may move into: ``find`` gives the first from ``first`` on that
+    takes a group of values, ``add`` puts a group there, ``conflicts`` is that allocation's
+    _Slot.conflicts, and ``finish`` leaves each _Slot with its members. This is the reference;
+    _heaptree.OutputTable is the same in C, its own filter in front of the same test (a test
+    holds the analyses equal)."""
+
+    def __init__(self, slots: list["_Slot"], steps: int) -> None:
+        self.slots = slots
+        self.filter = _OutputFilter(slots)
+
+    def find(self, first: int, members: list["Value"],
+             handoff: "Callable[[Value, Value], bool]") -> int:
+        v = members[0]
+        vs, ve = v.start, v.end
+        if len(members) > 1:
+            for k in self.filter(first, vs, ve):
+                if not any(self.slots[k].conflicts(m, handoff) for m in members):
+                    return k
+            return -1
+        inside = _inside(vs, ve)
+        for k in self.filter(first, vs, ve):
+            s = self.slots[k]
+            if s.buckets & inside:
+                continue  # a member occupies a bucket inside v's range
+            if s.disjoint:
+                # The common case, inlined: walk back from the last member starting before v
+                # ends.
+                ms = s.members
+                j = bisect.bisect_right(s.starts, ve) - 1
+                while j >= 0:
+                    w = ms[j]
+                    if w.end < vs:
+                        return k
+                    if not ((w.end == vs and handoff(w, v)) or
+                            (ve == w.start and handoff(v, w))):
+                        break
+                    j -= 1
+                if j < 0:
+                    return k
+            elif not s.conflicts(v, handoff):
+                return k
+        return -1
+
+    def add(self, k: int, members: list["Value"]) -> None:
+        s = self.slots[k]
+        for m in members:
+            s.add(m)
+            self.filter.added(s, m)
+
+    def conflicts(self, k: int, v: "Value", handoff: "Callable[[Value, Value], bool]") -> bool:
+        return self.slots[k].conflicts(v, handoff)
+
+    def finish(self) -> None:
+        pass
+
+
+class _CompiledOutputTable(_OutputTable):
+    """_OutputTable over _heaptree.OutputTable: the slots take their members back once the
+    temporaries are placed (their buckets are then no longer kept: nothing asks)."""
+
+    def __init__(self, slots: list["_Slot"], steps: int) -> None:
+        assert _CompiledTable is not None
+        self.slots = slots
+        self.table = _CompiledTable([s.members for s in slots], [s.is_table for s in slots],
+                                    steps)
+        self.find = self.table.find  # type: ignore[method-assign]
+        self.add = self.table.add  # type: ignore[method-assign]
+        self.conflicts = self.table.conflicts  # type: ignore[method-assign]
+
+    def finish(self) -> None:
+        for k, s in enumerate(self.slots):
+            s.members, s.disjoint = self.table.members(k)
+            s.starts = [m.start for m in s.members]
+
+
+_CompiledTable: Optional[type["_heaptree.OutputTable"]]
+try:
+    from hloscope.analysis import _heaptree
+    _CompiledTable = _heaptree.OutputTable
+except ImportError:  # pragma: no cover - installs without a C compiler
+    _CompiledTable = None
+# Off: the reference (tests compare the two).
+OUTPUT_TABLE: type[_OutputTable] = _CompiledOutputTable if _CompiledTable is not None \
+    else _OutputTable
+
+
 def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction], ...],
             values: tuple[Value, ...], b: _Builder, live_out: set[int], end: int,
             aliased: frozenset[int] = frozenset()) -> Analysis:
@@ -877,7 +965,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
 
     output_slots.sort(key=lambda s: (-s.size, created(s), buffer_key(s.members)), reverse=True)
     output_sizes = [s.size for s in output_slots]
-    could_take = _OutputFilter(output_slots)
+    outputs = OUTPUT_TABLE(output_slots, end)
+    position = {s.id: k for k, s in enumerate(output_slots)}
 
     def handoff(earlier: Value, later: Value) -> bool:
         """May ``later`` take over ``earlier``'s buffer at the instruction where it dies? The
@@ -953,7 +1042,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                 continue
             if not handoff(u, members[0]):
                 continue
-            if not any(slot.conflicts(m, handoff) for m in members):
+            k = position[slot.id]
+            if not any(outputs.conflicts(k, m, handoff) for m in members):
                 return slot
         return None
 
@@ -978,50 +1068,17 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         size = group_size[g]
         slot = operand_share(members, size) if members[0].start in ends_in_outputs else None
         if slot is None and be.temps_in_outputs:
-            first = bisect.bisect_left(output_sizes, size)
-            if len(members) == 1:
-                v = members[0]
-                vs, ve = v.start, v.end
-                inside = _inside(vs, ve)
-                for k in could_take(first, vs, ve):
-                    s = output_slots[k]
-                    if s.buckets & inside:
-                        continue  # a member occupies a bucket inside v's range
-                    if s.disjoint:
-                        # The common case, inlined: walk back from the last member starting
-                        # before v ends.
-                        ms = s.members
-                        j = bisect.bisect_right(s.starts, ve) - 1
-                        while j >= 0:
-                            w = ms[j]
-                            if w.end < vs:
-                                j = -1
-                                break
-                            if not ((w.end == vs and handoff(w, v)) or
-                                    (ve == w.start and handoff(v, w))):
-                                break
-                            j -= 1
-                        if j < 0:
-                            slot = s
-                            break
-                    elif not s.conflicts(v, handoff):
-                        slot = s
-                        break
-            else:
-                v = members[0]
-                for k in could_take(first, v.start, v.end):
-                    s = output_slots[k]
-                    if not any(s.conflicts(m, handoff) for m in members):
-                        slot = s
-                        break
+            k = outputs.find(bisect.bisect_left(output_sizes, size), members, handoff)
+            if k >= 0:
+                slot = output_slots[k]
         if slot is None:
             delayed.append((g, members))  # to the heap simulator
             continue
+        outputs.add(position[slot.id], members)
         for m in members:
-            slot.add(m)
-            could_take.added(slot, m)
             ends_in_outputs.add(m.end)
         slot_of[g] = slot
+    outputs.finish()
 
     # The heap simulator replays the schedule: where a value is defined, a one-value buffer
     # takes over a one-value operand buffer that dies there if the backend's rule allows
