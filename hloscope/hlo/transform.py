@@ -115,16 +115,24 @@ def _merge_key(instr: Instruction) -> Optional[tuple[object, ...]]:
 _IN_PLACE = frozenset({"scatter", "dynamic-update-slice"})
 
 
-def _ancestors(name: str, deps: dict[str, list[str]]) -> set[str]:
-    """Every instruction ``name`` depends on (``deps``: _deps of its computation)."""
+def _all_ancestors(name: str, sought: list[str], index: dict[str, Instruction]) -> bool:
+    """Does the instruction ``name`` depend on every one of ``sought`` (through operands and
+    control predecessors, in the computation whose instructions ``index`` holds)? A
+    breadth-first walk back from it, which stops once it has met them all."""
+    missing = set(sought)
     seen: set[str] = set()
-    stack = [name]
-    while stack:
-        for o in deps[stack.pop()]:
-            if o not in seen:
+    queue = deque([name])
+    while queue:
+        i = index[queue.popleft()]
+        for o in i.operands + i.control_predecessors if i.control_predecessors \
+                else i.operands:
+            if o not in seen and o in index:
                 seen.add(o)
-                stack.append(o)
-    return seen
+                missing.discard(o)
+                if not missing:
+                    return True
+                queue.append(o)
+    return not missing
 
 
 # Rewrites of XLA's that its no-fusion compile switches off, undone after the expansion when
@@ -190,21 +198,21 @@ class _Expander:
         out: list[Instruction] = []
         rename: dict[str, str] = {}
         shapes: dict[str, Shape] = {}
+        # This computation's expanded ops, by name: where each came from (self.origins once
+        # the duplicates are merged).
+        origin_of: dict[str, Origin] = {}
 
         def name_of(n: str) -> str:
             while n in rename:
                 n = rename[n]
             return n
 
-        def emit(instr: Instruction) -> None:
-            out.append(instr)
-            shapes[instr.name] = instr.shape
-
         for instr in comp.instructions:
-            if not rename.keys().isdisjoint(instr.operands):  # rare: a set test in C
+            if rename and not rename.keys().isdisjoint(instr.operands):  # rare: a set test
                 instr = _renamed(instr, name_of)
             if instr.opcode != "fusion" or not instr.called_computations:
-                emit(instr)
+                out.append(instr)
+                shapes[instr.name] = instr.shape
                 continue
             fused = self.expand(self.module.computation(instr.called_computations[0]))
             outputs = {fused.root.name}
@@ -217,10 +225,9 @@ class _Expander:
                     continue
                 if f.is_root:
                     new_name = instr.name  # the fusion's users keep reading the same name
-                    taken.add(new_name)
                 else:
                     new_name = f.name if f.name not in taken else self._fresh(f.name, "unfused")
-                    taken.add(new_name)
+                taken.add(new_name)
                 local[f.name] = new_name
                 # Made whole, not with dataclasses.replace: this runs once per fused op.
                 g = new_instruction(
@@ -234,33 +241,42 @@ class _Expander:
                     g = dataclasses.replace(g, attributes=g.attributes + tuple(
                         a for a in instr.attributes if a.key == "control-predecessors"),
                         control_predecessors=instr.control_predecessors)
-                if g.opcode in ("transpose", "reshape") and g.operands and \
+                if (g.opcode == "transpose" or g.opcode == "reshape") and g.operands and \
                         is_layout_only(g, shapes.get(g.operands[0], g.shape)):
-                    g = dataclasses.replace(g, opcode="bitcast", attributes=tuple(
-                        a for a in g.attributes if a.key not in ("dimensions",)))
+                    g = new_instruction(
+                        g.name, "bitcast", g.shape, g.operands,
+                        tuple(a for a in g.attributes if a.key != "dimensions"), g.is_root,
+                        g.parameter_number, g.literal, g.called_computations, g.fusion_kind,
+                        g.metadata, g.backend_config, g.control_predecessors)
                     self.bitcasts += 1
-                emit(g)
-                self.origins[(comp.name, new_name)] = Origin(instr.name, f.name,
-                                                             f.name in outputs)
+                out.append(g)
+                shapes[new_name] = g.shape
+                origin_of[new_name] = Origin(instr.name, f.name, f.name in outputs)
             if fused.root.opcode == "parameter":
                 rename[instr.name] = local[fused.root.name]
         # Merge duplicated producers: a later identical op reads the earlier one's value.
         seen: dict[tuple[object, ...], str] = {}
         merged: list[Instruction] = []
         for instr in out:
-            if not rename.keys().isdisjoint(instr.operands):
+            if rename and not rename.keys().isdisjoint(instr.operands):
                 instr = _renamed(instr, name_of)
             key = _merge_key(instr)
-            origin = self.origins.get((comp.name, instr.name))
-            if key is not None and key in seen and not instr.is_root and origin is not None \
-                    and not origin.is_output:
-                rename[instr.name] = seen[key]
-                self.origins.pop((comp.name, instr.name), None)
-                self.merged += 1
+            if key is None:
+                merged.append(instr)
                 continue
-            if key is not None:
-                seen.setdefault(key, instr.name)
+            target = seen.get(key)
+            if target is not None and not instr.is_root:
+                origin = origin_of.get(instr.name)
+                if origin is not None and not origin.is_output:
+                    rename[instr.name] = target
+                    del origin_of[instr.name]
+                    self.merged += 1
+                    continue
+            if target is None:
+                seen[key] = instr.name
             merged.append(instr)
+        cname = comp.name
+        self.origins.update(((cname, n), o) for n, o in origin_of.items())
         final = [_rename_control(i, name_of) for i in merged]
         for step in self.undo:
             final = self._undo(comp.name, step, final)
@@ -280,7 +296,7 @@ class _Expander:
                       (comp_name, i.name) in self.origins]
         if not candidates:
             return instrs
-        comp = Computation(comp_name, tuple(instrs))
+        index = {i.name: i for i in instrs}
         # The readers of the buffers written in place only, and the dependencies once one of
         # them has another reader (most do not: no walk over the whole computation).
         users: dict[str, list[str]] = {op.operands[0]: [] for op in candidates}
@@ -289,21 +305,16 @@ class _Expander:
                 for o in dict.fromkeys(i.operands):
                     if o in users:
                         users[o].append(i.name)
-        deps: Optional[dict[str, list[str]]] = None
         copies: dict[str, Instruction] = {}  # in-place op → the copy it writes instead
         for op in candidates:
             target = op.operands[0]
             others = [u for u in users[target] if u != op.name]
-            if not others or target not in comp:
+            if not others or target not in index:
                 continue
-            if deps is None:
-                deps = _deps(comp)
-            ancestors = _ancestors(op.name, deps)
-            if all(u in ancestors for u in others):
+            if _all_ancestors(op.name, others, index):
                 continue  # every other reader runs before it: it may write in place
             name = self._take(target, "copy")
-            copies[op.name] = Instruction(name=name, opcode="copy",
-                                          shape=comp.instruction(target).shape,
+            copies[op.name] = Instruction(name=name, opcode="copy", shape=index[target].shape,
                                           operands=(target,), metadata=op.metadata)
         if not copies:
             return instrs
