@@ -119,13 +119,14 @@ def eliminated_intermediates(unfused: Analysis, expanded: Unfused) -> Eliminated
     by_scope: dict[str, list[int]] = defaultdict(list)
     by_opcode: dict[str, list[int]] = defaultdict(list)
     by_source: dict[str, list[int]] = defaultdict(list)
-    instr_at = {(c, i.name): i for c, i in unfused.schedule}
+    module = unfused.module
+    origins = expanded.origins
     ids: set[int] = set()
     for v in unfused.values:
-        origin = expanded.origins.get((v.computation, v.instruction))
+        origin = origins.get((v.computation, v.instruction))
         if origin is None or origin.is_output or v.is_table:
             continue
-        instr = instr_at[(v.computation, v.instruction)]
+        instr = module.computation(v.computation).instruction(v.instruction)
         if instr.opcode in VIEWS or instr.opcode in ("constant", "parameter"):
             continue
         ids.add(v.id)

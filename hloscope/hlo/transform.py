@@ -153,9 +153,9 @@ class _Expander:
         self.copies = 0
         self.bitcasts = 0
         self.undone = 0
-        fused = module.fused_computation_names()
+        self.fused = module.fused_computation_names()
         # Names an expanded op must not take: those of the computations that stay.
-        self.taken = {i.name for c in module.computations if c.name not in fused
+        self.taken = {i.name for c in module.computations if c.name not in self.fused
                       for i in c.instructions}
 
     def _fresh(self, base: str, tag: str) -> str:
@@ -339,8 +339,7 @@ def unfuse(module: Module, undo: tuple[str, ...] = ()) -> Unfused:
     Fused computations no longer called are dropped. ``undo`` names rewrites of XLA's
     (UNDO_STEPS: split-K, dot merging) to take back on the expanded ops (hlo/undo.py)."""
     ex = _Expander(module, undo)
-    fused = module.fused_computation_names()
-    comps = tuple(ex.expand(c) for c in module.computations if c.name not in fused)
+    comps = tuple(ex.expand(c) for c in module.computations if c.name not in ex.fused)
     m = dataclasses.replace(module, computations=comps)
     kept = {c.name for c in comps}
     return Unfused(m, {k: v for k, v in ex.origins.items() if k[0] in kept}, ex.merged,
