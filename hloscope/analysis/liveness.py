@@ -23,7 +23,7 @@ from hloscope.analysis.backends import Backend, backend_for
 from hloscope.analysis.heap import Interval, pack
 from hloscope.analysis.summary import computation_roles
 from hloscope.hlo.gcpause import gc_paused
-from hloscope.hlo.ir import Computation, Instruction, Module
+from hloscope.hlo.ir import Computation, Instruction, Module, fast_constructor
 from hloscope.hlo.shape import Shape
 from hloscope.hlo.transform import post_order_names
 
@@ -345,6 +345,12 @@ def _wrapped_tables(instr: Instruction) -> list[tuple[Index, Shape]]:
             if s.is_tuple]
 
 
+# Made by the ten thousand: each field stored in its slot (ir.fast_constructor).
+_new_value = fast_constructor(Value)
+_new_buffer = fast_constructor(Buffer)
+_new_interval = fast_constructor(Interval)
+
+
 class _Builder:
     def __init__(self, module: Module, backend: Backend) -> None:
         self.module = module
@@ -599,8 +605,9 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
                 str(shape), shape.logical_bytes, shape.padded_bytes, be.value_bytes(shape),
                 shape.layout.memory_space if shape.layout else 0, shape.is_tuple)
         text, logical, padded, size, space, is_tuple = facts
-        values.append(Value(vid, instr.name, comp, index, text, logical, padded, size, start,
-                            last, space, is_tuple, md.op_name if md else "", source))
+        values.append(_new_value(vid, instr.name, comp, index, text, logical, padded, size,
+                                 start, last, space, is_tuple, md.op_name if md else "",
+                                 source))
     # Every value is made: what the builder kept per value goes now, before the assignment
     # (the peak of a large module's analysis).
     b.defs, b.uses = [], []
@@ -1133,9 +1140,9 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # equal gpu buffers traded places and the heap grew by 4.5%).
     xla_id = {v.id: value_key(v) for s in heap_slots for v in s.members}
     keys = _heap_keys(heap_slots, group_of, xla_id) if be.temps_in_outputs else {}
-    placement = pack([Interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),
-                               *keys.get(s.id, ((), ())))
-                      for s in heap_slots], be.alignment, be.heap_orders)
+    placement = pack([_new_interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),
+                                    *keys.get(s.id, ((), ()))) for s in heap_slots],
+                     be.alignment, be.heap_orders)
     heap = placement.heap_size
     thread_local = _thread_local_sizes(module, be, roles)
     if be.table_alignment:
@@ -1148,8 +1155,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         top = _combined_temp(slots, table_groups, heap, len(thread_local), be.alignment, post,
                              live_out)
     tables = top - heap
-    buffers = tuple(Buffer(s.id, s.cls, s.size, tuple(m.id for m in s.members),
-                           placement.offsets.get(s.id, -1)) for s in slots)
+    buffers = tuple(_new_buffer(s.id, s.cls, s.size, tuple(m.id for m in s.members),
+                                placement.offsets.get(s.id, -1)) for s in slots)
 
     peak_step = timeline.index(peak) if peak else 0
     at_peak = [m for s in slots if s.cls in (TEMP, OUTPUT) or s.aliased for m in s.members

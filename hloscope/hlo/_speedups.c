@@ -287,18 +287,17 @@ static PyTypeObject *instruction_type = NULL;
 static Py_ssize_t field_offsets[MAX_FIELDS];
 static Py_ssize_t field_count = 0;
 
-static PyObject *bind_instruction(PyObject *self, PyObject *args) {
-    PyObject *type, *names;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &type, &PyTuple_Type, &names)) return NULL;
+/* The offsets of the slots `names` of `type`, each a plain writable object slot of the type
+ * itself (found through its descriptor); 0, or -1 with TypeError set. */
+static int slot_offsets(PyObject *type, PyObject *names, Py_ssize_t *offsets) {
     Py_ssize_t count = PyTuple_GET_SIZE(names);
     if (count > MAX_FIELDS) {
         PyErr_SetString(PyExc_TypeError, "too many fields");
-        return NULL;
+        return -1;
     }
-    Py_ssize_t offsets[MAX_FIELDS];
     for (Py_ssize_t k = 0; k < count; k++) {
         PyObject *d = PyObject_GetAttr(type, PyTuple_GET_ITEM(names, k));
-        if (!d) return NULL;
+        if (!d) return -1;
         int plain = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
             ((PyMemberDescrObject *)d)->d_common.d_type == (PyTypeObject *)type;
         PyMemberDef *m = plain ? ((PyMemberDescrObject *)d)->d_member : NULL;
@@ -306,16 +305,84 @@ static PyObject *bind_instruction(PyObject *self, PyObject *args) {
         if (!m || m->type != T_OBJECT_EX || (m->flags & READONLY)) {
             PyErr_Format(PyExc_TypeError, "field %R is not a writable object slot",
                          PyTuple_GET_ITEM(names, k));
-            return NULL;
+            return -1;
         }
         offsets[k] = m->offset;
     }
+    return 0;
+}
+
+static PyObject *bind_instruction(PyObject *self, PyObject *args) {
+    PyObject *type, *names;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &type, &PyTuple_Type, &names)) return NULL;
+    Py_ssize_t offsets[MAX_FIELDS];
+    if (slot_offsets(type, names, offsets) < 0) return NULL;
     Py_INCREF(type);
     Py_XSETREF(instruction_type, (PyTypeObject *)type);
     memcpy(field_offsets, offsets, sizeof(offsets));
-    field_count = count;
+    field_count = PyTuple_GET_SIZE(names);
     Py_RETURN_NONE;
 }
+
+/* Maker(type, names): a callable making instances of a frozen dataclass with slots from
+ * every field, given in order, each stored in its slot as new_instruction does (no
+ * __init__, so no __post_init__: for classes without one). */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyTypeObject *type;
+    Py_ssize_t count;
+    Py_ssize_t offsets[MAX_FIELDS];
+} Maker;
+
+static PyObject *maker_call(PyObject *callable, PyObject *const *args, size_t nargsf,
+                            PyObject *kwnames) {
+    Maker *mk = (Maker *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != mk->count || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_Format(PyExc_TypeError, "%s takes its %zd fields, by position",
+                     mk->type->tp_name, mk->count);
+        return NULL;
+    }
+    PyObject *made = mk->type->tp_alloc(mk->type, 0);
+    if (!made) return NULL;
+    for (Py_ssize_t k = 0; k < nargs; k++)
+        *(PyObject **)((char *)made + mk->offsets[k]) = Py_NewRef(args[k]);
+    return made;
+}
+
+static PyObject *maker_new(PyTypeObject *cls, PyObject *args, PyObject *kwds) {
+    PyObject *type, *names;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &type, &PyTuple_Type, &names)) return NULL;
+    Maker *mk = (Maker *)cls->tp_alloc(cls, 0);
+    if (!mk) return NULL;
+    if (slot_offsets(type, names, mk->offsets) < 0) {
+        Py_DECREF(mk);
+        return NULL;
+    }
+    mk->type = (PyTypeObject *)Py_NewRef(type);
+    mk->count = PyTuple_GET_SIZE(names);
+    mk->vectorcall = maker_call;
+    return (PyObject *)mk;
+}
+
+static void maker_dealloc(Maker *mk) {
+    Py_XDECREF(mk->type);
+    Py_TYPE(mk)->tp_free((PyObject *)mk);
+}
+
+static PyTypeObject MakerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hloscope.hlo._speedups.Maker",
+    .tp_basicsize = sizeof(Maker),
+    .tp_dealloc = (destructor)maker_dealloc,
+    .tp_vectorcall_offset = offsetof(Maker, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Maker(type, names)(*fields): an instance of a frozen dataclass with slots, "
+              "each field stored in its slot (no __init__).",
+    .tp_new = maker_new,
+};
 
 static PyObject *new_instruction(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!instruction_type || nargs != field_count) {
@@ -791,6 +858,13 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     operands_name = PyUnicode_InternFromString("operands");
     controls_name = PyUnicode_InternFromString("control_predecessors");
     name_name = PyUnicode_InternFromString("name");
-    if (!operands_name || !controls_name || !name_name) return NULL;
-    return PyModule_Create(&module);
+    if (!operands_name || !controls_name || !name_name || PyType_Ready(&MakerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "Maker", (PyObject *)&MakerType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

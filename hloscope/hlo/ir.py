@@ -8,9 +8,10 @@ metadata, backend config, ...) are decoded from them by the parser.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, TypeVar, Union
 
 from hloscope.hlo.shape import Shape
 
@@ -253,6 +254,26 @@ def _compiled_new_instruction() -> Optional[_NewInstruction]:
 
 
 new_instruction: _NewInstruction = _compiled_new_instruction() or _new_instruction
+
+C = TypeVar("C")
+
+
+def fast_constructor(cls: type[C]) -> Callable[..., C]:
+    """A callable making ``cls(*fields)`` from every field, given in order, 10-20x faster
+    where _speedups is built: each field is stored in its slot (_speedups.Maker), with no
+    __init__ (so for frozen dataclasses with slots and no __post_init__, such as the values
+    and buffers an analysis makes by the ten thousand); else ``cls`` itself."""
+    assert "__post_init__" not in vars(cls), f"{cls.__name__} has a __post_init__"
+    try:
+        from hloscope.hlo import _speedups
+        names = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+        made: Callable[..., C] = _speedups.Maker(cls, names)
+        return made
+    except ImportError:  # pragma: no cover - installs without a C compiler
+        return cls
+    except (TypeError, AttributeError):  # fields that are not slots (or not found as such)
+        return cls
+
 
 @dataclass(frozen=True, slots=True)
 class Computation:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 from hloscope.hlo.gcpause import gc_paused
-from hloscope.hlo.ir import Attribute, Computation, Instruction, Module, new_instruction
+from hloscope.hlo.ir import (Attribute, Computation, Instruction, Module, fast_constructor,
+                              new_instruction)
 from hloscope.hlo.shape import Shape
 from hloscope.hlo.undo import Undone, undo_dot_merger, undo_split_k
 
@@ -109,6 +110,8 @@ def _merge_key(instr: Instruction) -> Optional[tuple[object, ...]]:
                   if a.key not in ("metadata", "backend_config", "frontend_attributes"))
     return (instr.opcode, str(instr.shape), instr.operands, attrs, instr.literal)
 
+
+_new_origin = fast_constructor(Origin)  # one per expanded op: each field in its slot
 
 # In-place ops: their result may take over operand 0's buffer (HloDataflowAnalysis's
 # in-place input/output pairs).
@@ -251,7 +254,7 @@ class _Expander:
                     self.bitcasts += 1
                 out.append(g)
                 shapes[new_name] = g.shape
-                origin_of[new_name] = Origin(instr.name, f.name, f.name in outputs)
+                origin_of[new_name] = _new_origin(instr.name, f.name, f.name in outputs)
             if fused.root.opcode == "parameter":
                 rename[instr.name] = local[fused.root.name]
         # Merge duplicated producers: a later identical op reads the earlier one's value.
