@@ -844,3 +844,33 @@ def test_an_operand_not_defined_still_fails_where_it_did() -> None:
                         is_entry=True)
     found = problems(Module("m", (entry,), "main"))
     assert [(instr.name, rule) for _, instr, rule, _ in found] == [("n", "opcode")]
+
+
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_the_compiled_memo_key_groups_instructions_as_the_python_one(path: str) -> None:
+    """_speedups.like_key (C, where built) gives verify._like_key's operand shapes, and keys
+    that are equal exactly where the Python keys are (which instructions the memo takes as
+    alike), on every instruction of every fixture."""
+    import os
+
+    from hloscope.hlo import verify as verify_module
+    compiled = verify_module._compiled_like_key()
+    if compiled is None:
+        if os.environ.get("HLOSCOPE_REQUIRE_COMPILED"):
+            raise AssertionError("hloscope.hlo._speedups is not built")
+        pytest.skip("hloscope.hlo._speedups is not built (no C compiler at install)")
+    tails = verify_module._ASYNC_TAILS
+    for comp in parse_file(path).computations:
+        by_c: dict[object, int] = {}
+        by_py: dict[object, int] = {}
+        for k, instr in enumerate(comp.instructions):
+            ops_c, key_c = compiled(instr, comp._index, tails)
+            ops_py, key_py = verify_module._like_key(instr, comp._index, tails)
+            assert ops_c == ops_py and (key_c is None) == (key_py is None), instr.name
+            if key_c is not None:
+                assert by_c.setdefault(key_c, k) == by_py.setdefault(key_py, k), instr.name
+    from hloscope.hlo.ir import Instruction
+    from hloscope.hlo.shape import parse_shape
+    instr = Instruction(name="a", opcode="negate", shape=parse_shape("f32[2]{0}"),
+                        operands=("b",))
+    assert compiled(instr, {}, tails) == (None, None)  # an operand not defined

@@ -831,6 +831,101 @@ done:
     return result;
 }
 
+/* like_key(instr, index, tails) -> (ops, key): verify.problems' memo key of an instruction,
+ * as verify._like_key makes it in Python (the reference): ops, the shapes of its operands
+ * (None with the key where an operand is not in index); key, None where the instruction is
+ * not one the memo takes (a callee, a constant, an opcode ending in one of tails), else
+ * (opcode, the addresses of its shape, its operands' shapes, 0, and its attributes, 0 for
+ * metadata, as bytes): equal keys, the same objects (every one alive in the module). */
+static PyObject *shape_name = NULL, *opcode_name = NULL, *called_name = NULL,
+                *attributes_name = NULL, *key_name = NULL, *metadata_name = NULL,
+                *constant_name = NULL;
+
+static PyObject *like_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyDict_Check(args[1]) || !PyTuple_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "like_key(instr, index, tails)");
+        return NULL;
+    }
+    PyObject *instr = args[0], *index = args[1], *tails = args[2];
+    PyObject *operands = NULL, *ops = NULL, *opcode = NULL, *called = NULL, *shape = NULL,
+             *attributes = NULL, *key = NULL, *result = NULL;
+    void **words = NULL;
+    operands = PyObject_GetAttr(instr, operands_name);
+    if (!operands) goto done;
+    if (!PyTuple_Check(operands)) {
+        PyErr_SetString(PyExc_TypeError, "operands must be a tuple");
+        goto done;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(operands);
+    ops = PyList_New(n);
+    if (!ops) goto done;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *defined = PyDict_GetItemWithError(index, PyTuple_GET_ITEM(operands, k));
+        if (!defined) {
+            if (PyErr_Occurred()) goto done;
+            result = PyTuple_Pack(2, Py_None, Py_None);  /* an operand not defined */
+            goto done;
+        }
+        PyObject *s = PyObject_GetAttr(defined, shape_name);
+        if (!s) goto done;
+        PyList_SET_ITEM(ops, k, s);
+    }
+    opcode = PyObject_GetAttr(instr, opcode_name);
+    called = opcode ? PyObject_GetAttr(instr, called_name) : NULL;
+    if (!called) goto done;
+    int takes = PyObject_IsTrue(called) == 0 && PyUnicode_Check(opcode) &&
+        PyUnicode_Compare(opcode, constant_name) != 0;
+    if (PyErr_Occurred()) goto done;
+    for (Py_ssize_t k = 0; takes && k < PyTuple_GET_SIZE(tails); k++) {
+        Py_ssize_t hit = PyUnicode_Tailmatch(opcode, PyTuple_GET_ITEM(tails, k), 0,
+                                             PY_SSIZE_T_MAX, 1);
+        if (hit < 0) goto done;
+        if (hit) takes = 0;
+    }
+    if (!takes) {
+        result = PyTuple_Pack(2, ops, Py_None);
+        goto done;
+    }
+    shape = PyObject_GetAttr(instr, shape_name);
+    attributes = shape ? PyObject_GetAttr(instr, attributes_name) : NULL;
+    if (!attributes) goto done;
+    if (!PyTuple_Check(attributes)) {
+        PyErr_SetString(PyExc_TypeError, "attributes must be a tuple");
+        goto done;
+    }
+    Py_ssize_t na = PyTuple_GET_SIZE(attributes), nw = 2 + n + na;
+    words = PyMem_Malloc(nw * sizeof(void *));
+    if (!words) { PyErr_NoMemory(); goto done; }
+    words[0] = shape;
+    for (Py_ssize_t k = 0; k < n; k++) words[1 + k] = PyList_GET_ITEM(ops, k);
+    words[1 + n] = NULL;
+    for (Py_ssize_t k = 0; k < na; k++) {
+        PyObject *a = PyTuple_GET_ITEM(attributes, k);
+        PyObject *akey = PyObject_GetAttr(a, key_name);
+        if (!akey) goto done;
+        int is_metadata = akey == metadata_name ||
+            (PyUnicode_Check(akey) && PyUnicode_Compare(akey, metadata_name) == 0);
+        Py_DECREF(akey);
+        words[2 + n + k] = is_metadata ? NULL : (void *)a;
+    }
+    PyObject *packed = PyBytes_FromStringAndSize((const char *)words, nw * sizeof(void *));
+    if (!packed) goto done;
+    key = PyTuple_Pack(2, opcode, packed);
+    Py_DECREF(packed);
+    if (!key) goto done;
+    result = PyTuple_Pack(2, ops, key);
+done:
+    PyMem_Free(words);
+    Py_XDECREF(operands);
+    Py_XDECREF(ops);
+    Py_XDECREF(opcode);
+    Py_XDECREF(called);
+    Py_XDECREF(shape);
+    Py_XDECREF(attributes);
+    Py_XDECREF(key);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"read_line", (PyCFunction)(void (*)(void))read_line, METH_FASTCALL,
      "read_line(line, attribute_of, Attribute[, shapes, memo, configs]) -> (is_root, name, "
@@ -842,6 +937,8 @@ static PyMethodDef methods[] = {
      "bind_instruction(Instruction, field_names): the slots new_instruction fills."},
     {"new_instruction", (PyCFunction)(void (*)(void))new_instruction, METH_FASTCALL,
      "new_instruction(*fields) -> Instruction: ir._new_instruction, compiled."},
+    {"like_key", (PyCFunction)(void (*)(void))like_key, METH_FASTCALL,
+     "like_key(instr, index, tails) -> (ops, key): verify._like_key, compiled."},
     {"graph_order", graph_order, METH_VARARGS,
      "graph_order(instructions, kind) -> list: bfs_schedule's instructions (kind 0) or "
      "post_order_names' names (kind 1), compiled; None where two share a name."},
@@ -858,7 +955,16 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     operands_name = PyUnicode_InternFromString("operands");
     controls_name = PyUnicode_InternFromString("control_predecessors");
     name_name = PyUnicode_InternFromString("name");
-    if (!operands_name || !controls_name || !name_name || PyType_Ready(&MakerType) < 0)
+    shape_name = PyUnicode_InternFromString("shape");
+    opcode_name = PyUnicode_InternFromString("opcode");
+    called_name = PyUnicode_InternFromString("called_computations");
+    attributes_name = PyUnicode_InternFromString("attributes");
+    key_name = PyUnicode_InternFromString("key");
+    metadata_name = PyUnicode_InternFromString("metadata");
+    constant_name = PyUnicode_InternFromString("constant");
+    if (!operands_name || !controls_name || !name_name || !shape_name || !opcode_name ||
+            !called_name || !attributes_name || !key_name || !metadata_name || !constant_name ||
+            PyType_Ready(&MakerType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;

@@ -1442,6 +1442,38 @@ def _metadata(instr: Instruction, value: str) -> None:
         _escapes("metadata", value)
 
 
+def _like_key(instr: Instruction, index: dict[str, Instruction], tails: tuple[str, ...]
+              ) -> tuple[Optional[list[Shape]], Optional[tuple[object, ...]]]:
+    """The shapes of ``instr``'s operands (None where one is not defined: a module not from
+    the parser), and its key in problems' memo of instructions found good: None where the
+    memo does not take it (it calls a computation, is a constant, or its opcode ends in one
+    of ``tails``), else its opcode and the objects every check reads, by identity (shape,
+    operands' shapes, attributes; the metadata apart). _speedups.like_key is the same in C
+    (its key packs the addresses into bytes)."""
+    try:
+        ops = [index[o].shape for o in instr.operands]
+    except KeyError:
+        return None, None
+    if instr.called_computations or instr.opcode == "constant" or instr.opcode.endswith(tails):
+        return ops, None
+    return ops, (instr.opcode, id(instr.shape), *map(id, ops), None,
+                 *[id(a) if a.key != "metadata" else 0 for a in instr.attributes])
+
+
+def _compiled_like_key() -> Optional[Callable[[Instruction, dict[str, Instruction],
+                                                tuple[str, ...]],
+                                               tuple[Optional[list[Shape]],
+                                                     Optional[tuple[object, ...]]]]]:
+    try:
+        from hloscope.hlo import _speedups
+    except ImportError:  # pragma: no cover - installs without a C compiler
+        return None
+    return _speedups.like_key
+
+
+like_key = _compiled_like_key() or _like_key
+
+
 def problems(module: Module) -> list[Problem]:
     """Every (computation, instruction, rule, message) the verifier finds, in module order."""
     out: list[Problem] = []
@@ -1475,15 +1507,8 @@ def problems(module: Module) -> list[Problem]:
                         f"{comp.root.name} is {_text(comp.root.shape)}"))
         for instr in comp.instructions:
             try:
-                try:
-                    ops: Optional[list[Shape]] = [index[o].shape for o in instr.operands]
-                except KeyError:  # an operand not defined (a module not from the parser)
-                    ops = None
-                like = None
-                if ops is not None and not instr.called_computations and \
-                        instr.opcode != "constant" and not instr.opcode.endswith(_ASYNC_TAILS):
-                    like = (instr.opcode, id(instr.shape), *map(id, ops), None,
-                            *[id(a) if a.key != "metadata" else 0 for a in instr.attributes])
+                ops, like = like_key(instr, index, _ASYNC_TAILS)
+                if like is not None:
                     if like in good:
                         metadata = instr.metadata  # one object per text (the parser's)
                         if metadata is not None and id(metadata) not in good_metadata:
