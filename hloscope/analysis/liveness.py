@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import sys
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
 from hloscope.analysis.backends import Backend, backend_for
@@ -666,6 +666,9 @@ class _Slot:
     members only touch (one's end is the next one's start, a handoff), their ends are sorted
     too, and a query looks at the last few members before it only."""
 
+    __slots__ = ("id", "cls", "size", "starts", "members", "disjoint", "is_table", "aliased",
+                 "group", "buckets")
+
     def __init__(self, sid: int, cls: str, size: int) -> None:
         self.id = sid
         self.cls = cls
@@ -996,24 +999,13 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                 return True
         return False
 
-    def dying_operands(v: Value, elements: bool = True) -> Iterator[Value]:
-        """The operands of ``v``'s instruction that die where ``v`` is defined, each read as
-        the defining instruction itself or (``elements``) one element of a multi-output
-        fusion's tuple (measured on the gpu ConvNet dump), not a bitcast of it nor a while
-        loop's result. The heap simulator takes only the first kind (it asks that the user
-        read the defining instruction: HloInstruction::IsUserOf)."""
-        instr = instr_at[(v.computation, v.instruction)]
-        for op in instr.operands:
-            tree = trees.get((v.computation, op))
-            if tree is None or () not in tree:
-                continue
-            u = _dying(v, op, values[tree[()]], elements)
-            if u is not None:
-                yield u
-
     def _dying(v: Value, op: str, u: Value, elements: bool) -> Optional[Value]:
         """``u``, the value operand ``op`` of ``v``'s instruction names, if it dies where
-        ``v`` is defined and is read as dying_operands says."""
+        ``v`` is defined and the operand reads it as the defining instruction itself or
+        (``elements``) one element of a multi-output fusion's tuple (measured on the gpu
+        ConvNet dump), not a bitcast of it nor a while loop's result. The heap simulator
+        takes only the first kind (it asks that the user read the defining instruction:
+        HloInstruction::IsUserOf)."""
         if u.computation != v.computation or u.end != v.start:
             return None
         if u.instruction == op and u.index == ():
@@ -1035,7 +1027,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         comp, vs = v.computation, v.start
         instr = instr_at[(comp, v.instruction)]
         for op in instr.operands:
-            # dying_operands(v), its cheapest tests first: the operand's value ends where v
+            # An operand _dying gives, its cheapest tests first: the operand's value ends where v
             # starts, and it has an output's or a donated parameter's allocation by now.
             tree = trees.get((comp, op))
             uid = tree.get(()) if tree is not None else None
@@ -1096,19 +1088,28 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     taken: set[int] = set()  # operands already taken over: they are not freed again
     group_members = dict(delayed)
     for v in sorted((m for _, members in delayed for m in members),
-                    key=lambda m: (m.start, m.end, m.id)):
+                    key=attrgetter("start", "end", "id")):
         g = group_of[v.id]
         if g in slot_of:
             continue  # the buffer's earlier value made its slot
         slot = None
         if g in single:
-            for u in dying_operands(v, elements=False):
-                ug = group_of[u.id]
-                if u.id not in in_heap or ug not in single or u.id in taken or \
-                        not handoff(u, v):
+            # An operand _dying gives without elements, inlined: the operand's own value, which
+            # ends where v starts, alone in its heap slot, not taken over yet.
+            comp, vs = v.computation, v.start
+            for op in instr_at[(comp, v.instruction)].operands:
+                tree = trees.get((comp, op))
+                uid = tree.get(()) if tree is not None else None
+                if uid is None or uid not in in_heap or uid in taken:
+                    continue
+                u = values[uid]
+                if u.end != vs or u.computation != comp or u.instruction != op or u.index:
+                    continue
+                ug = group_of[uid]
+                if ug not in single or not handoff(u, v):
                     continue
                 slot = slot_of[ug]
-                taken.add(u.id)
+                taken.add(uid)
                 break
         if slot is None:
             slot = _Slot(len(slots), TEMP, sizes[g])
