@@ -247,10 +247,12 @@ def main() -> int:
     a = ap.parse_args()
     from hloscope.analysis import heap
     from hloscope.hlo import ir, parser
-    print("heap placement: " + ("compiled (hloscope/analysis/_heaptree.c)"
-                                if heap._compiled_place is not None else
-                                "Python (the compiled loop is not built here)"))
-    print("parser's line match and Instruction constructor: " +
+    from hloscope.analysis import liveness
+    print("heap placement and output-allocation search: " +
+          ("compiled (hloscope/analysis/_heaptree.c)"
+           if heap._compiled_place is not None and liveness._CompiledTable is not None else
+           "Python (the compiled loop is not built here)"))
+    print("parser's line match, constructors, graph orders, verify's memo key: " +
           ("compiled (hloscope/hlo/_speedups.c)"
            if parser._read_line_compiled is not None and
            ir.new_instruction is not ir._new_instruction else

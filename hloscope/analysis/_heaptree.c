@@ -9,6 +9,8 @@
  * 64-bit: where the sizes, aligned and summed, might not fit, place() returns None and heap.py
  * places in Python, as it does where this module is not built. heap.py is the reference; a
  * test compares the two on drawn buffers.
+ *
+ * Also OutputTable, liveness._OutputTable in C (described where it is defined below).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -801,7 +803,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_heaptree",
-    "heap._place_tree's loop in C (same offsets; heap.py is the reference).", -1, methods,
+    "heap._place_tree's loop and liveness._OutputTable in C (same offsets and allocations; "
+    "heap.py and liveness.py are the references).", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__heaptree(void) {

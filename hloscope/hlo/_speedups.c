@@ -1,6 +1,8 @@
-/* hloscope.hlo._speedups: two hot paths of the hlo layer in C, each the same as its Python
+/* hloscope.hlo._speedups: hot paths of the hlo layer in C, each the same as its Python
  * reference, which runs where this module is not built (setup.py builds it where a C compiler
- * is) and which tests hold it equal to.
+ * is) and which tests hold it equal to: the parser's line match, the Instruction constructor
+ * and its generic twin (Maker), transform's graph orders (graph_order) and verify's memo key
+ * (like_key), each described where it is defined.
  *
  * read_line(line, attribute_of, Attribute): the parser's line path match. It reads one
  * instruction line as XLA prints it:
@@ -947,8 +949,10 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "hloscope.hlo._speedups",
-    "The parser's line match and the Instruction constructor, compiled (parser._read_line "
-    "and ir._new_instruction are the references).", -1, methods,
+    "Hot paths of the hlo layer, compiled: the parser's line match, the constructors, the "
+    "schedulers' graph orders and verify's memo key (parser._read_line, ir._new_instruction, "
+    "transform._bfs_schedule and _post_order_names, verify._like_key are the references).",
+    -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__speedups(void) {
