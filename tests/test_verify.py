@@ -275,6 +275,29 @@ def test_broken_twin_on_the_command_line(rule, tmp_path, capsys) -> None:
     assert run(["--no-verify", "inspect", str(path)]) == 0
 
 
+def test_no_verify_reaches_the_workflow_and_lasts_one_command(tmp_path) -> None:
+    """--no-verify switches the workflow's check off for its command only (tests run several
+    commands in one process), and a command that does not use the workflow does not import
+    it (its import is a tenth of a second of every start)."""
+    import subprocess
+    import sys
+
+    from hloscope.workflow import pipeline
+    path = tmp_path / "twin.hlo"
+    path.write_text(module(CASES[sorted(CASES)[0]][1], extra=ADD))
+    assert run(["--no-verify", "inspect", str(path)]) == 0
+    assert pipeline.VERIFY is False
+    assert run(["inspect", str(path)]) == 2
+    assert pipeline.VERIFY is True
+    probe = ("import sys; from hloscope.cli import run; run(['inspect', sys.argv[1]]); "
+             "print('hloscope.workflow.pipeline' in sys.modules)")
+    good = tmp_path / "good.hlo"
+    good.write_text(module("  ROOT %c = f32[] constant(1)"))
+    done = subprocess.run([sys.executable, "-c", probe, str(good)], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"
+
+
 def test_f16_literal_out_of_range() -> None:
     text = module("  ROOT %c = f16[] constant(1e10)")
     with pytest.raises(HloVerifyError, match=r"largest finite f16.*\[literal-range\]"):
