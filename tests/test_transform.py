@@ -247,6 +247,25 @@ def test_the_compiled_orders_are_the_python_ones_on_drawn_graphs(ops) -> None:
 
 
 @needs_graph_order
+def test_the_compiled_orders_take_lists_where_python_does() -> None:
+    """An Instruction made by hand with lists for its operands and control predecessors (the
+    parser makes tuples) is ordered as the Python orders it."""
+    from hloscope.hlo.ir import Computation, Instruction
+    from hloscope.hlo.shape import parse_shape
+    shape = parse_shape("f32[2]{0}")
+    reads: list[list[str]] = [["a"], ["a", "c"], ["c"]]
+    instrs = (Instruction(name="a", opcode="parameter", shape=shape, parameter_number=0),
+              Instruction(name="c", opcode="negate", shape=shape,
+                          operands=reads[0]),  # type: ignore[arg-type]
+              Instruction(name="b", opcode="add", shape=shape,
+                          operands=reads[1],  # type: ignore[arg-type]
+                          control_predecessors=reads[2]))  # type: ignore[arg-type]
+    comp = Computation("c", instrs)
+    assert transform._graph_order(instrs, 0) == transform._bfs_schedule(comp)
+    assert transform._graph_order(instrs, 1) == transform._post_order_names(comp)
+
+
+@needs_graph_order
 def test_the_compiled_orders_leave_two_instructions_of_one_name_to_python() -> None:
     from hloscope.hlo.ir import Instruction
     from hloscope.hlo.shape import parse_shape

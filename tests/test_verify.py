@@ -897,3 +897,8 @@ def test_the_compiled_memo_key_groups_instructions_as_the_python_one(path: str) 
     instr = Instruction(name="a", opcode="negate", shape=parse_shape("f32[2]{0}"),
                         operands=("b",))
     assert compiled(instr, {}, tails) == (None, None)  # an operand not defined
+    listed = Instruction(name="n", opcode="negate", shape=instr.shape,
+                         operands=["a"])  # type: ignore[arg-type]
+    index = {"a": instr}
+    assert compiled(listed, index, tails)[0] == verify_module._like_key(listed, index, tails)[0]
+    assert compiled(listed, index, tails)[1] is not None

@@ -678,16 +678,18 @@ static PyObject *operands_name = NULL, *controls_name = NULL, *name_name = NULL;
 static int deps_of(PyObject *instr, Py_ssize_t i, PyObject *pos, int controls_first,
                    Py_ssize_t **deps, Py_ssize_t *count, Py_ssize_t *capacity, Py_ssize_t *mark,
                    char *read) {
-    PyObject *operands = PyObject_GetAttr(instr, operands_name);
+    PyObject *got = PyObject_GetAttr(instr, operands_name);
+    if (!got) return -1;
+    PyObject *operands = PySequence_Fast(got, "operands must be a sequence");
+    Py_DECREF(got);
     if (!operands) return -1;
-    PyObject *controls = PyObject_GetAttr(instr, controls_name);
+    got = PyObject_GetAttr(instr, controls_name);
+    PyObject *controls = got ? PySequence_Fast(got, "control_predecessors must be a sequence")
+                             : NULL;
+    Py_XDECREF(got);
     if (!controls) { Py_DECREF(operands); return -1; }
     int status = -1;
-    if (!PyTuple_Check(operands) || !PyTuple_Check(controls)) {
-        PyErr_SetString(PyExc_TypeError, "operands and control_predecessors must be tuples");
-        goto done;
-    }
-    Py_ssize_t no = PyTuple_GET_SIZE(operands), nc = PyTuple_GET_SIZE(controls);
+    Py_ssize_t no = PySequence_Fast_GET_SIZE(operands), nc = PySequence_Fast_GET_SIZE(controls);
     if (*count + no + nc > *capacity) {
         Py_ssize_t grown = (*capacity + no + nc) * 2;
         Py_ssize_t *more = PyMem_Realloc(*deps, grown * sizeof(Py_ssize_t));
@@ -700,9 +702,10 @@ static int deps_of(PyObject *instr, Py_ssize_t i, PyObject *pos, int controls_fi
     for (int part = 0; part < 2; part++) {
         int is_controls = controls_first ? part == 0 : part == 1;
         PyObject *from = is_controls ? controls : operands;
-        Py_ssize_t n = PyTuple_GET_SIZE(from);
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(from);
         for (Py_ssize_t j = 0; j < n; j++) {
-            PyObject *name = PyTuple_GET_ITEM(from, is_controls && controls_first ? n - 1 - j : j);
+            PyObject *name = PySequence_Fast_GET_ITEM(
+                from, is_controls && controls_first ? n - 1 - j : j);
             PyObject *k = PyDict_GetItemWithError(pos, name);
             if (!k) {
                 if (PyErr_Occurred()) goto done;
@@ -852,17 +855,17 @@ static PyObject *like_key(PyObject *self, PyObject *const *args, Py_ssize_t narg
     PyObject *operands = NULL, *ops = NULL, *opcode = NULL, *called = NULL, *shape = NULL,
              *attributes = NULL, *key = NULL, *result = NULL;
     void **words = NULL;
-    operands = PyObject_GetAttr(instr, operands_name);
+    PyObject *got = PyObject_GetAttr(instr, operands_name);
+    if (!got) goto done;
+    operands = PySequence_Fast(got, "operands must be a sequence");
+    Py_DECREF(got);
     if (!operands) goto done;
-    if (!PyTuple_Check(operands)) {
-        PyErr_SetString(PyExc_TypeError, "operands must be a tuple");
-        goto done;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(operands);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(operands);
     ops = PyList_New(n);
     if (!ops) goto done;
     for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *defined = PyDict_GetItemWithError(index, PyTuple_GET_ITEM(operands, k));
+        PyObject *name = PySequence_Fast_GET_ITEM(operands, k);
+        PyObject *defined = PyDict_GetItemWithError(index, name);
         if (!defined) {
             if (PyErr_Occurred()) goto done;
             result = PyTuple_Pack(2, Py_None, Py_None);  /* an operand not defined */
@@ -889,20 +892,19 @@ static PyObject *like_key(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto done;
     }
     shape = PyObject_GetAttr(instr, shape_name);
-    attributes = shape ? PyObject_GetAttr(instr, attributes_name) : NULL;
+    got = shape ? PyObject_GetAttr(instr, attributes_name) : NULL;
+    if (!got) goto done;
+    attributes = PySequence_Fast(got, "attributes must be a sequence");
+    Py_DECREF(got);
     if (!attributes) goto done;
-    if (!PyTuple_Check(attributes)) {
-        PyErr_SetString(PyExc_TypeError, "attributes must be a tuple");
-        goto done;
-    }
-    Py_ssize_t na = PyTuple_GET_SIZE(attributes), nw = 2 + n + na;
+    Py_ssize_t na = PySequence_Fast_GET_SIZE(attributes), nw = 2 + n + na;
     words = PyMem_Malloc(nw * sizeof(void *));
     if (!words) { PyErr_NoMemory(); goto done; }
     words[0] = shape;
     for (Py_ssize_t k = 0; k < n; k++) words[1 + k] = PyList_GET_ITEM(ops, k);
     words[1 + n] = NULL;
     for (Py_ssize_t k = 0; k < na; k++) {
-        PyObject *a = PyTuple_GET_ITEM(attributes, k);
+        PyObject *a = PySequence_Fast_GET_ITEM(attributes, k);
         PyObject *akey = PyObject_GetAttr(a, key_name);
         if (!akey) goto done;
         int is_metadata = akey == metadata_name ||
