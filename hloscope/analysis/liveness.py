@@ -999,6 +999,18 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                 return True
         return False
 
+    def dying_operands(v: Value, elements: bool = True) -> Iterator[Value]:
+        """The operands of ``v``'s instruction that _dying gives (the heap simulator asks
+        without ``elements``)."""
+        instr = instr_at[(v.computation, v.instruction)]
+        for op in instr.operands:
+            tree = trees.get((v.computation, op))
+            if tree is None or () not in tree:
+                continue
+            u = _dying(v, op, values[tree[()]], elements)
+            if u is not None:
+                yield u
+
     def _dying(v: Value, op: str, u: Value, elements: bool) -> Optional[Value]:
         """``u``, the value operand ``op`` of ``v``'s instruction names, if it dies where
         ``v`` is defined and the operand reads it as the defining instruction itself or
@@ -1094,22 +1106,13 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             continue  # the buffer's earlier value made its slot
         slot = None
         if g in single:
-            # An operand _dying gives without elements, inlined: the operand's own value, which
-            # ends where v starts, alone in its heap slot, not taken over yet.
-            comp, vs = v.computation, v.start
-            for op in instr_at[(comp, v.instruction)].operands:
-                tree = trees.get((comp, op))
-                uid = tree.get(()) if tree is not None else None
-                if uid is None or uid not in in_heap or uid in taken:
-                    continue
-                u = values[uid]
-                if u.end != vs or u.computation != comp or u.instruction != op or u.index:
-                    continue
-                ug = group_of[uid]
-                if ug not in single or not handoff(u, v):
+            for u in dying_operands(v, elements=False):
+                ug = group_of[u.id]
+                if u.id not in in_heap or ug not in single or u.id in taken or \
+                        not handoff(u, v):
                     continue
                 slot = slot_of[ug]
-                taken.add(uid)
+                taken.add(u.id)
                 break
         if slot is None:
             slot = _Slot(len(slots), TEMP, sizes[g])

@@ -1508,14 +1508,13 @@ def problems(module: Module) -> list[Problem]:
         for instr in comp.instructions:
             try:
                 ops, like = like_key(instr, index, _ASYNC_TAILS)
-                if like is not None:
-                    if like in good:
-                        metadata = instr.metadata  # one object per text (the parser's)
-                        if metadata is not None and id(metadata) not in good_metadata:
-                            # (one metadata attribute: an op with two is never good)
-                            _metadata(instr, instr.attribute("metadata") or "")
-                            good_metadata.add(id(metadata))
-                        continue
+                if like is not None and like in good:
+                    metadata = instr.metadata  # one object per text (the parser's)
+                    if metadata is not None and id(metadata) not in good_metadata:
+                        # (one metadata attribute: an op with two is never good)
+                        _metadata(instr, instr.attribute("metadata") or "")
+                        good_metadata.add(id(metadata))
+                    continue
                 if instr.opcode not in XLA_OPCODES and not known_opcode(instr.opcode):
                     raise _unknown_opcode(instr.opcode)
                 # Attributes: each one XLA's parser allows on the opcode (the table is its
