@@ -18,8 +18,9 @@ from hloscope.hlo.shape import parse_array_shape
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["python", "compiled"])
 def test_new_instruction_is_the_constructor_made_faster(compiled: bool) -> None:
-    """ir._new_instruction (Python) and _speedups.new_instruction (C, where built) make the
-    Instruction that Instruction(...) makes, every field in place, frozen, collectable."""
+    """ir._new_instruction (Python) and the Maker _speedups.bind_instruction gives (C, where
+    built) make the Instruction that Instruction(...) makes, every field in place, frozen,
+    collectable."""
     if compiled:
         if ir._compiled_new_instruction() is None:
             if os.environ.get("HLOSCOPE_REQUIRE_COMPILED"):

@@ -15,10 +15,12 @@
  * token path, as it does every line the match refuses.
  *
  * read_line(line, attribute_of, Attribute, shapes, memo, configs) also makes the line's
- * Instruction itself (through new_instruction) where nothing in it needs decoding in Python:
- * made_whole says when; the tuple otherwise.
+ * Instruction itself (with the Maker bind_instruction made) where nothing in it needs
+ * decoding in Python: made_whole says when; the tuple otherwise.
  *
- * new_instruction(*fields): ir._new_instruction (each field stored in its slot).
+ * bind_instruction(Instruction, names): the Maker (below) of ir.Instruction, which
+ * ir.new_instruction is (ir._new_instruction: each field stored in its slot) and which
+ * read_line makes its Instructions with.
  *
  * name and opcode are interned, and so is every attribute's key. A value that is one token
  * (attribute_of's rows) is looked up in attribute_of by (key, value) and made there once by
@@ -280,14 +282,7 @@ static PyObject *shared_attribute(PyObject *key, PyObject *value, PyObject *attr
     return made;
 }
 
-/* new_instruction(*fields): an ir.Instruction with every field given, each stored in its
- * slot, as ir._new_instruction does through the slots' descriptors. bind_instruction(type,
- * names) first finds the slots, by their descriptors: each must be a plain writable object
- * slot, else it raises TypeError and ir.py keeps the Python constructor. */
 #define MAX_FIELDS 32
-static PyTypeObject *instruction_type = NULL;
-static Py_ssize_t field_offsets[MAX_FIELDS];
-static Py_ssize_t field_count = 0;
 
 /* The offsets of the slots `names` of `type`, each a plain writable object slot of the type
  * itself (found through its descriptor); 0, or -1 with TypeError set. */
@@ -314,21 +309,11 @@ static int slot_offsets(PyObject *type, PyObject *names, Py_ssize_t *offsets) {
     return 0;
 }
 
-static PyObject *bind_instruction(PyObject *self, PyObject *args) {
-    PyObject *type, *names;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &type, &PyTuple_Type, &names)) return NULL;
-    Py_ssize_t offsets[MAX_FIELDS];
-    if (slot_offsets(type, names, offsets) < 0) return NULL;
-    Py_INCREF(type);
-    Py_XSETREF(instruction_type, (PyTypeObject *)type);
-    memcpy(field_offsets, offsets, sizeof(offsets));
-    field_count = PyTuple_GET_SIZE(names);
-    Py_RETURN_NONE;
-}
-
 /* Maker(type, names): a callable making instances of a frozen dataclass with slots from
- * every field, given in order, each stored in its slot as new_instruction does (no
- * __init__, so no __post_init__: for classes without one). */
+ * every field, given in order, each stored in its slot (no __init__, so no __post_init__:
+ * for classes without one). The slots are found once, by their descriptors: each must be a
+ * plain writable object slot, else Maker raises TypeError and the caller keeps the class's
+ * own constructor. */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -386,19 +371,14 @@ static PyTypeObject MakerType = {
     .tp_new = maker_new,
 };
 
-static PyObject *new_instruction(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!instruction_type || nargs != field_count) {
-        PyErr_Format(PyExc_TypeError, "new_instruction takes the %zd fields bound",
-                     field_count);
-        return NULL;
-    }
-    PyObject *made = instruction_type->tp_alloc(instruction_type, 0);
-    if (!made) return NULL;
-    for (Py_ssize_t k = 0; k < nargs; k++) {
-        Py_INCREF(args[k]);
-        *(PyObject **)((char *)made + field_offsets[k]) = args[k];
-    }
-    return made;
+/* bind_instruction(Instruction, names) -> the Maker of Instruction, kept for read_line. */
+static Maker *instruction_maker = NULL;
+
+static PyObject *bind_instruction(PyObject *self, PyObject *args) {
+    PyObject *maker = PyObject_Call((PyObject *)&MakerType, args, NULL);
+    if (!maker) return NULL;
+    Py_XSETREF(instruction_maker, (Maker *)Py_NewRef(maker));
+    return maker;
 }
 
 /* The keys whose values make an Instruction's decoded fields (bind_parser): a line with one
@@ -461,7 +441,7 @@ static PyObject *made_whole(PyObject *name, PyObject *shape_text, PyObject *opco
                             PyObject *inner, PyObject *operands, PyObject *attributes,
                             PyObject **keys, PyObject **values, Py_ssize_t count, int root,
                             PyObject *shapes, PyObject *memo, PyObject *configs) {
-    if (!instruction_type || field_count != 13 || !decoded_keys ||
+    if (!instruction_maker || instruction_maker->count != 13 || !decoded_keys ||
             PyUnicode_CompareWithASCIIString(name, "ROOT") == 0)
         Py_RETURN_NONE;
     PyObject *shape = PyDict_GetItemWithError(shapes, shape_text);
@@ -501,7 +481,7 @@ static PyObject *made_whole(PyObject *name, PyObject *shape_text, PyObject *opco
                                 attributes, root ? Py_True : Py_False,
                                 number ? number : Py_None, literal ? literal : Py_None, empty,
                                 Py_None, metadata, config, empty};
-        made = new_instruction(NULL, fields, 13);
+        made = maker_call((PyObject *)instruction_maker, fields, 13, NULL);
         Py_DECREF(empty);
     }
     Py_XDECREF(number);
@@ -938,9 +918,8 @@ static PyMethodDef methods[] = {
     {"bind_parser", bind_parser, METH_O,
      "bind_parser(keys): the attribute keys whose values the parser decodes in Python."},
     {"bind_instruction", bind_instruction, METH_VARARGS,
-     "bind_instruction(Instruction, field_names): the slots new_instruction fills."},
-    {"new_instruction", (PyCFunction)(void (*)(void))new_instruction, METH_FASTCALL,
-     "new_instruction(*fields) -> Instruction: ir._new_instruction, compiled."},
+     "bind_instruction(Instruction, field_names) -> the Maker of Instruction (ir."
+     "_new_instruction, compiled), which read_line makes its Instructions with."},
     {"like_key", (PyCFunction)(void (*)(void))like_key, METH_FASTCALL,
      "like_key(instr, index, tails) -> (ops, key): verify._like_key, compiled."},
     {"graph_order", graph_order, METH_VARARGS,

@@ -1,5 +1,5 @@
 """Types of the compiled hot paths (_speedups.c); parser._read_line, parser._instruction and
-ir._new_instruction are the references, and transform._bfs_schedule and
+ir._new_instruction (bind_instruction's Maker) are the references, and transform._bfs_schedule and
 transform._post_order_names those of graph_order."""
 from typing import Any, Optional, Union
 
@@ -12,9 +12,7 @@ def read_line(line: str, attribute_of: dict[tuple[str, str], Attribute], make: t
 
 def bind_parser(keys: frozenset[str]) -> None: ...
 
-def bind_instruction(type: type, names: tuple[str, ...]) -> None: ...
-
-def new_instruction(*fields: Any) -> Any: ...
+def bind_instruction(type: type, names: tuple[str, ...]) -> Maker: ...
 
 def graph_order(instructions: tuple[Instruction, ...], kind: int
                 ) -> Union[list[Instruction], list[str], None]: ...
