@@ -245,9 +245,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of each parse and analysis; the least is printed")
     a = ap.parse_args()
-    from hloscope.analysis import heap
+    from hloscope.analysis import heap, liveness
     from hloscope.hlo import ir, parser
-    from hloscope.analysis import liveness
     print("heap placement and output-allocation search: " +
           ("compiled (hloscope/analysis/_heaptree.c)"
            if heap._compiled_place is not None and liveness._CompiledTable is not None else
