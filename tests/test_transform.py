@@ -288,3 +288,134 @@ def test_schedulers_are_topological(name: str) -> None:
         for instr in comp:
             assert all(o in seen for o in instr.operands)
             seen.add(instr.name)
+
+
+needs_unfuse_loops = pytest.mark.skipif(
+    transform._unfuse_loops is None and not os.environ.get("HLOSCOPE_REQUIRE_COMPILED"),
+    reason="hloscope.hlo._speedups is not built (no C compiler at install): unfuse runs its "
+           "Python loops instead")
+
+_FIELDS = ("name", "opcode", "shape", "operands", "attributes", "is_root", "parameter_number",
+           "literal", "called_computations", "fusion_kind", "metadata", "backend_config",
+           "control_predecessors")
+
+
+def _unfuse_both_ways(module: hloscope.Module, undo: tuple[str, ...],
+                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """unfuse with the compiled loops and with the Python ones give the same module, field by
+    field (the fields equality leaves out too), the same origins and the same counts."""
+    compiled = transform.unfuse(module, undo)
+    with monkeypatch.context() as m:
+        m.setattr(transform, "_unfuse_loops", None)
+        python = transform.unfuse(module, undo)
+    assert (compiled.merged, compiled.bitcasts, compiled.copies, compiled.undone) == \
+        (python.merged, python.bitcasts, python.copies, python.undone)
+    assert compiled.origins == python.origins
+    assert [c.name for c in compiled.module.computations] == \
+        [c.name for c in python.module.computations]
+    for a, b in zip(compiled.module.computations, python.module.computations):
+        assert [tuple(getattr(i, f) for f in _FIELDS) for i in a.instructions] == \
+            [tuple(getattr(i, f) for f in _FIELDS) for i in b.instructions], a.name
+
+
+@needs_unfuse_loops
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_the_compiled_unfuse_is_the_python_one_on_every_fixture(
+        path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """expand_fusion, merge_pass and needs_expansion (C) expand every fixture as
+    _inline_fusion, _merge_pass and _needs_expansion do, with and without the undo steps;
+    merge_key gives _merge_key's key for every instruction."""
+    m = hloscope.parse_file(path)
+    for undo in ((), transform.UNDO_STEPS):
+        _unfuse_both_ways(m, undo, monkeypatch)
+    loops = transform._unfuse_loops
+    assert loops is not None
+    from hloscope.hlo import _speedups
+    for comp in m.computations:
+        assert loops.needs_expansion(comp.instructions) == \
+            transform._needs_expansion(comp.instructions)
+        for instr in comp:
+            assert _speedups.merge_key(instr, transform._NEVER_MERGE, transform._UNKEYED) == \
+                transform._merge_key(instr), instr.name
+
+
+@needs_unfuse_loops
+def test_the_compiled_unfuse_keeps_the_fixtures_control_edges(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fusion with control predecessors (and a fused op with them) is expanded by the
+    Python (expand_fusion leaves it, and says so with None), and the result is the same."""
+    for control in ("", ", control-predecessors={%s.first}"):
+        text = IN_PLACE.replace("%CONTROL%", control)
+        _unfuse_both_ways(hloscope.parse(text), (), monkeypatch)
+    m = hloscope.parse(IN_PLACE.replace("%CONTROL%", ", control-predecessors={%s.first}"))
+    controlled = next(i for i in m.entry if i.opcode == "fusion" and i.control_predecessors)
+    fused = m.computation(controlled.called_computations[0])
+    assert transform._unfuse_loops is not None
+    out: list[object] = []
+    assert transform._unfuse_loops.expand_fusion(
+        controlled, fused.instructions, {fused.root.name}, set(), str, transform._relayout,
+        transform._new_origin, out, {}, {}) is None
+    assert out == []
+
+
+_ELEMENTWISE = ("negate", "exponential", "abs", "add", "multiply")
+
+
+@needs_unfuse_loops
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(_ELEMENTWISE + ("transpose", "reshape")),
+                                   st.integers(0, 6), st.integers(0, 6)),
+                         min_size=1, max_size=5),
+                min_size=1, max_size=6),
+       st.lists(st.integers(0, 20), max_size=6), st.booleans())
+def test_the_compiled_unfuse_is_the_python_one_on_drawn_modules(fusions, reads, tupled) -> None:
+    """Drawn modules of loop fusions over one f32[4,4] value: each fusion a few elementwise
+    ops, transposes and reshapes over its two operands (the same op drawn in two fusions is a
+    duplicate to merge, and a later fusion reads an earlier one's result through the
+    renaming), some with a tuple root (a multi-output fusion), some whose root is a
+    parameter; the names clash between fusions."""
+    lines_fused: list[str] = []
+    entry = ["  x = f32[4,4]{1,0} parameter(0)", "  y = f32[4,4]{1,0} parameter(1)"]
+    made = ["x", "y"]
+    for k, ops in enumerate(fusions):
+        body = ["  p0 = f32[4,4]{1,0} parameter(0)", "  p1 = f32[4,4]{1,0} parameter(1)"]
+        names = ["p0", "p1"]
+        for j, (op, a, b) in enumerate(ops):
+            x, y = names[a % len(names)], names[b % len(names)]
+            name = f"v{j}"  # the same names in every fusion: clashes
+            if op == "transpose":
+                body.append(f"  {name} = f32[4,4]{{0,1}} transpose({x}), dimensions={{1,0}}")
+            elif op == "reshape":
+                body.append(f"  {name} = f32[4,4]{{1,0}} reshape({x})")
+            elif op in ("add", "multiply"):
+                body.append(f"  {name} = f32[4,4]{{1,0}} {op}({x}, {y})")
+            else:
+                body.append(f"  {name} = f32[4,4]{{1,0}} {op}({x})")
+            names.append(name)
+        # The root: the last op, a parameter (every third fusion), or a tuple of two values.
+        last = names[-1] if k % 3 != 2 else "p1"
+        layout = "{0,1}" if body[-1].startswith(f"  {last} = f32[4,4]{{0,1}}") else "{1,0}"
+        if tupled and k % 2:
+            other = names[len(names) // 2]
+            olayout = "{0,1}" if any(line.startswith(f"  {other} = f32[4,4]{{0,1}}")
+                                     for line in body) else "{1,0}"
+            body.append(f"  ROOT t = (f32[4,4]{layout}, f32[4,4]{olayout}) "
+                        f"tuple({last}, {other})")
+            shape = f"(f32[4,4]{layout}, f32[4,4]{olayout})"
+        else:
+            body = [line.replace(f"  {last} =", f"  ROOT {last} =") for line in body]
+            shape = f"f32[4,4]{layout}"
+        lines_fused.append(f"f{k} {{\n" + "\n".join(body) + "\n}\n")
+        a = made[reads[k] % len(made)] if k < len(reads) else made[-1]
+        entry.append(f"  fu{k} = {shape} fusion({a}, {made[-1]}), kind=kLoop, calls=f{k}")
+        if shape.startswith("("):
+            entry.append(f"  g{k} = f32[4,4]{layout} get-tuple-element(fu{k}), index=0")
+            made.append(f"g{k}")
+        elif layout == "{1,0}":
+            made.append(f"fu{k}")
+    entry.append(f"  ROOT r = f32[4,4]{{1,0}} negate({made[-1]})")
+    text = "HloModule m\n\n" + "\n".join(lines_fused) + "\nENTRY main {\n" + \
+        "\n".join(entry) + "\n}\n"
+    m = hloscope.parse(text)
+    with pytest.MonkeyPatch.context() as mp:
+        _unfuse_both_ways(m, (), mp)

@@ -371,6 +371,16 @@ static PyTypeObject MakerType = {
     .tp_new = maker_new,
 };
 
+/* An Instruction's fields, in ir._FIELDS' order (unfuse's loops below read them). */
+enum { F_NAME, F_OPCODE, F_SHAPE, F_OPERANDS, F_ATTRIBUTES, F_IS_ROOT, F_PARAMETER_NUMBER,
+       F_LITERAL, F_CALLED, F_FUSION_KIND, F_METADATA, F_BACKEND_CONFIG, F_CONTROLS, F_COUNT };
+static const char *field_texts[F_COUNT] = {
+    "name", "opcode", "shape", "operands", "attributes", "is_root", "parameter_number",
+    "literal", "called_computations", "fusion_kind", "metadata", "backend_config",
+    "control_predecessors"};
+static PyObject *field_names[F_COUNT];
+static int fields_in_order = 0;  /* the Maker's slots are field_texts' order */
+
 /* bind_instruction(Instruction, names) -> the Maker of Instruction, kept for read_line. */
 static Maker *instruction_maker = NULL;
 
@@ -378,6 +388,14 @@ static PyObject *bind_instruction(PyObject *self, PyObject *args) {
     PyObject *maker = PyObject_Call((PyObject *)&MakerType, args, NULL);
     if (!maker) return NULL;
     Py_XSETREF(instruction_maker, (Maker *)Py_NewRef(maker));
+    /* unfuse's loops read an Instruction's slots directly only when they are in order */
+    PyObject *names = PyTuple_GET_ITEM(args, 1);
+    fields_in_order = PyTuple_GET_SIZE(names) == F_COUNT;
+    for (Py_ssize_t k = 0; fields_in_order && k < F_COUNT; k++) {
+        int same = PyUnicode_Check(PyTuple_GET_ITEM(names, k)) &&
+            PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(names, k), field_texts[k]) == 0;
+        fields_in_order = same;
+    }
     return maker;
 }
 
@@ -910,6 +928,480 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * unfuse's loops (transform._Expander), compiled; transform._inline_fusion, _merge_pass,
+ * _merge_key and _needs_expansion are the references. An Instruction's fields are read from
+ * their slots where it is exactly the class bind_instruction was given (with ir._FIELDS, in
+ * that order), else by name; new ones are made with its Maker. */
+static PyObject *fusion_name = NULL, *parameter_name = NULL, *transpose_name = NULL,
+                *reshape_name = NULL, *reduce_name = NULL, *value_name = NULL,
+                *is_output_name = NULL, *controls_key = NULL, *empty_tuple = NULL;
+
+/* Field k of instr, a new reference. */
+static PyObject *field(PyObject *instr, int k) {
+    Maker *mk = instruction_maker;
+    if (fields_in_order && Py_IS_TYPE(instr, mk->type)) {
+        PyObject *v = *(PyObject **)((char *)instr + mk->offsets[k]);
+        if (v) return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(instr, field_names[k]);
+}
+
+/* All of instr's fields into f (new references); 0, or -1 with f cleared. */
+static int all_fields(PyObject *instr, PyObject **f) {
+    for (int k = 0; k < F_COUNT; k++) {
+        f[k] = field(instr, k);
+        if (!f[k]) {
+            for (int j = 0; j < k; j++) Py_CLEAR(f[j]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void clear_fields(PyObject **f) {
+    for (int k = 0; k < F_COUNT; k++) Py_CLEAR(f[k]);
+}
+
+static int is_name(PyObject *s, PyObject *interned) {
+    return s == interned || (PyUnicode_Check(s) && PyUnicode_Compare(s, interned) == 0);
+}
+
+static int need_maker(void) {
+    if (instruction_maker) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "bind_instruction was not called");
+    return -1;
+}
+
+/* Does a sequence of Attributes hold one with key `key`? 1, 0, or -1. */
+static int has_attribute(PyObject *attributes, PyObject *key) {
+    PyObject *seq = PySequence_Fast(attributes, "attributes must be a sequence");
+    if (!seq) return -1;
+    int found = 0;
+    for (Py_ssize_t k = 0; !found && k < PySequence_Fast_GET_SIZE(seq); k++) {
+        PyObject *akey = PyObject_GetAttr(PySequence_Fast_GET_ITEM(seq, k), key_name);
+        if (!akey) { found = -1; break; }
+        found = is_name(akey, key);
+        Py_DECREF(akey);
+    }
+    Py_DECREF(seq);
+    return found;
+}
+
+/* needs_expansion(instructions) -> bool: does a computation hold a fusion that calls a
+ * computation, or an instruction with control predecessors? */
+static PyObject *needs_expansion(PyObject *self, PyObject *instrs) {
+    PyObject *seq = PySequence_Fast(instrs, "instructions must be a sequence");
+    if (!seq) return NULL;
+    int found = 0;
+    for (Py_ssize_t k = 0; !found && k < PySequence_Fast_GET_SIZE(seq); k++) {
+        PyObject *i = PySequence_Fast_GET_ITEM(seq, k);
+        PyObject *opcode = field(i, F_OPCODE), *called = NULL, *controls = NULL;
+        if (opcode && is_name(opcode, fusion_name)) {
+            called = field(i, F_CALLED);
+            found = called ? PyObject_IsTrue(called) : -1;
+        }
+        if (opcode && !found) {
+            controls = field(i, F_CONTROLS);
+            found = controls ? PyObject_IsTrue(controls) : -1;
+        }
+        if (!opcode) found = -1;
+        Py_XDECREF(opcode);
+        Py_XDECREF(called);
+        Py_XDECREF(controls);
+    }
+    Py_DECREF(seq);
+    if (found < 0) return NULL;
+    return PyBool_FromLong(found);
+}
+
+/* expand_fusion(instr, fused, outputs, taken, fresh, relayout, new_origin, out, shapes,
+ * origin_of) -> the count of bitcasts made, or None (and nothing done) where the fusion or a
+ * fused op has control predecessors: transform._inline_fusion, which see. */
+static PyObject *expand_fusion(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 10 || !PyAnySet_Check(args[2]) ||
+            !PySet_Check(args[3]) || !PyList_Check(args[7]) || !PyDict_Check(args[8]) ||
+            !PyDict_Check(args[9])) {
+        PyErr_SetString(PyExc_TypeError, "expand_fusion(instr, fused, outputs: set, "
+                        "taken: set, fresh, relayout, new_origin, out: list, shapes: dict, "
+                        "origin_of: dict)");
+        return NULL;
+    }
+    if (need_maker() < 0) return NULL;
+    PyObject *instr = args[0], *outputs = args[2], *taken = args[3],
+             *fresh = args[4], *relayout = args[5], *new_origin = args[6], *out = args[7],
+             *shapes = args[8], *origin_of = args[9];
+    PyObject *own[F_COUNT] = {0}, *f[F_COUNT] = {0}, *local = NULL, *result = NULL,
+             *ops = NULL;
+    PyObject *fused = PySequence_Fast(args[1], "fused instructions must be a sequence");
+    if (!fused) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fused);
+    if (all_fields(instr, own) < 0) { Py_DECREF(fused); return NULL; }
+    /* The rare cases stay in Python: control edges on the fusion or inside it. */
+    int rare = PyObject_IsTrue(own[F_CONTROLS]);
+    if (rare == 0) rare = has_attribute(own[F_ATTRIBUTES], controls_key);
+    for (Py_ssize_t k = 0; rare == 0 && k < n; k++) {
+        PyObject *controls = field(PySequence_Fast_GET_ITEM(fused, k), F_CONTROLS);
+        rare = controls ? PyObject_IsTrue(controls) : -1;
+        Py_XDECREF(controls);
+    }
+    if (rare < 0) goto done;
+    if (rare) { result = Py_NewRef(Py_None); goto done; }
+    PyObject *iops = PySequence_Fast(own[F_OPERANDS], "operands must be a sequence");
+    if (!iops) goto done;
+    Py_SETREF(own[F_OPERANDS], iops);
+    local = PyDict_New();
+    if (!local) goto done;
+    long bitcasts = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *g = NULL, *new_name = NULL;
+        if (all_fields(PySequence_Fast_GET_ITEM(fused, k), f) < 0) goto done;
+        if (is_name(f[F_OPCODE], parameter_name)) {
+            /* local[f.name] = instr.operands[f.parameter_number or 0] */
+            Py_ssize_t at = 0, count = PySequence_Fast_GET_SIZE(iops);
+            int truthy = PyObject_IsTrue(f[F_PARAMETER_NUMBER]);
+            if (truthy < 0) goto fail;
+            if (truthy) {
+                at = PyNumber_AsSsize_t(f[F_PARAMETER_NUMBER], PyExc_IndexError);
+                if (at == -1 && PyErr_Occurred()) goto fail;
+                if (at < 0) at += count;
+            }
+            if (at < 0 || at >= count) {
+                PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+                goto fail;
+            }
+            if (PyDict_SetItem(local, f[F_NAME], PySequence_Fast_GET_ITEM(iops, at)) < 0)
+                goto fail;
+            clear_fields(f);
+            continue;
+        }
+        int is_root = PyObject_IsTrue(f[F_IS_ROOT]);
+        if (is_root < 0) goto fail;
+        if (is_root) {
+            new_name = Py_NewRef(own[F_NAME]);  /* the fusion's users keep reading it */
+        } else {
+            int clash = PySet_Contains(taken, f[F_NAME]);
+            if (clash < 0) goto fail;
+            new_name = clash ? PyObject_CallOneArg(fresh, f[F_NAME]) : Py_NewRef(f[F_NAME]);
+            if (!new_name) goto fail;
+        }
+        if (PySet_Add(taken, new_name) < 0 || PyDict_SetItem(local, f[F_NAME], new_name) < 0)
+            goto fail;
+        PyObject *fops = PySequence_Fast(f[F_OPERANDS], "operands must be a sequence");
+        if (!fops) goto fail;
+        Py_ssize_t nops = PySequence_Fast_GET_SIZE(fops);
+        ops = PyTuple_New(nops);
+        for (Py_ssize_t j = 0; ops && j < nops; j++) {
+            PyObject *o = PySequence_Fast_GET_ITEM(fops, j);
+            PyObject *renamed = PyDict_GetItemWithError(local, o);
+            if (!renamed) {
+                if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, o);
+                Py_CLEAR(ops);
+                break;
+            }
+            PyTuple_SET_ITEM(ops, j, Py_NewRef(renamed));
+        }
+        Py_DECREF(fops);
+        if (!ops) goto fail;
+        PyObject *made[F_COUNT];
+        memcpy(made, f, sizeof(made));
+        made[F_NAME] = new_name;
+        made[F_OPERANDS] = ops;
+        made[F_IS_ROOT] = is_root ? own[F_IS_ROOT] : f[F_IS_ROOT];  /* f.is_root and ... */
+        made[F_CONTROLS] = empty_tuple;
+        g = PyObject_Vectorcall((PyObject *)instruction_maker, made, F_COUNT, NULL);
+        Py_CLEAR(ops);
+        if (!g) goto fail;
+        if (nops && (is_name(f[F_OPCODE], transpose_name) ||
+                     is_name(f[F_OPCODE], reshape_name))) {
+            PyObject *bitcast = PyObject_CallFunctionObjArgs(relayout, g, shapes, NULL);
+            if (!bitcast) goto fail;
+            if (bitcast != Py_None) {
+                Py_SETREF(g, bitcast);
+                bitcasts++;
+            } else {
+                Py_DECREF(bitcast);
+            }
+        }
+        if (PyList_Append(out, g) < 0) goto fail;
+        PyObject *shape = field(g, F_SHAPE);
+        int stored = shape ? PyDict_SetItem(shapes, new_name, shape) : -1;
+        Py_XDECREF(shape);
+        if (stored < 0) goto fail;
+        int is_output = PySet_Contains(outputs, f[F_NAME]);
+        if (is_output < 0) goto fail;
+        PyObject *origin_args[3] = {own[F_NAME], f[F_NAME], is_output ? Py_True : Py_False};
+        PyObject *origin = PyObject_Vectorcall(new_origin, origin_args, 3, NULL);
+        stored = origin ? PyDict_SetItem(origin_of, new_name, origin) : -1;
+        Py_XDECREF(origin);
+        if (stored < 0) goto fail;
+        Py_DECREF(g);
+        Py_DECREF(new_name);
+        clear_fields(f);
+        continue;
+    fail:
+        Py_XDECREF(g);
+        Py_XDECREF(new_name);
+        clear_fields(f);
+        goto done;
+    }
+    result = PyLong_FromLong(bitcasts);
+done:
+    clear_fields(own);
+    Py_XDECREF(local);
+    Py_DECREF(fused);
+    return result;
+}
+
+/* Is instr an op never merged (opcode in never_merge, or a caller other than reduce)? 1, 0,
+ * or -1. */
+static int never_merged(PyObject *instr, PyObject *never_merge) {
+    PyObject *opcode = field(instr, F_OPCODE), *called = NULL;
+    if (!opcode) return -1;
+    int never = PySet_Contains(never_merge, opcode);
+    if (never == 0) {
+        called = field(instr, F_CALLED);
+        int calls = called ? PyObject_IsTrue(called) : -1;
+        never = calls < 0 ? -1 : calls && !is_name(opcode, reduce_name);
+    }
+    Py_DECREF(opcode);
+    Py_XDECREF(called);
+    return never;
+}
+
+/* merge_key(instr, never_merge, unkeyed) -> transform._merge_key's key: None for an opcode
+ * in never_merge or a caller other than reduce, else (opcode, str(shape), operands,
+ * ((key, value) of each attribute whose key is not in unkeyed), literal). */
+static PyObject *merge_key_of(PyObject *instr, PyObject *never_merge, PyObject *unkeyed) {
+    PyObject *f[F_COUNT] = {0}, *attrs = NULL, *seq = NULL, *text = NULL, *result = NULL;
+    int never = never_merged(instr, never_merge);
+    if (never < 0) return NULL;
+    if (never) return Py_NewRef(Py_None);
+    f[F_OPCODE] = field(instr, F_OPCODE);
+    if (!f[F_OPCODE]) return NULL;
+    f[F_ATTRIBUTES] = field(instr, F_ATTRIBUTES);
+    seq = f[F_ATTRIBUTES] ? PySequence_Fast(f[F_ATTRIBUTES], "attributes must be a sequence")
+                          : NULL;
+    if (!seq) goto done;
+    Py_ssize_t na = PySequence_Fast_GET_SIZE(seq), kept = 0;
+    attrs = PyTuple_New(na);
+    if (!attrs) goto done;
+    for (Py_ssize_t k = 0; k < na; k++) {
+        PyObject *a = PySequence_Fast_GET_ITEM(seq, k);
+        PyObject *akey = PyObject_GetAttr(a, key_name);
+        if (!akey) goto done;
+        int skip = PySequence_Contains(unkeyed, akey);
+        PyObject *avalue = skip == 0 ? PyObject_GetAttr(a, value_name) : NULL;
+        PyObject *pair = avalue ? PyTuple_Pack(2, akey, avalue) : NULL;
+        Py_DECREF(akey);
+        Py_XDECREF(avalue);
+        if (skip < 0 || (!skip && !pair)) goto done;
+        if (!skip) PyTuple_SET_ITEM(attrs, kept++, pair);
+    }
+    if (kept < na && _PyTuple_Resize(&attrs, kept) < 0) goto done;
+    f[F_SHAPE] = field(instr, F_SHAPE);
+    text = f[F_SHAPE] ? PyObject_Str(f[F_SHAPE]) : NULL;
+    f[F_OPERANDS] = text ? field(instr, F_OPERANDS) : NULL;
+    f[F_LITERAL] = f[F_OPERANDS] ? field(instr, F_LITERAL) : NULL;
+    if (!f[F_LITERAL]) goto done;
+    result = PyTuple_Pack(5, f[F_OPCODE], text, f[F_OPERANDS], attrs, f[F_LITERAL]);
+done:
+    clear_fields(f);
+    Py_XDECREF(seq);
+    Py_XDECREF(attrs);
+    Py_XDECREF(text);
+    return result;
+}
+
+static PyObject *merge_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyAnySet_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "merge_key(instr, never_merge: frozenset, unkeyed)");
+        return NULL;
+    }
+    return merge_key_of(args[0], args[1], args[2]);
+}
+
+/* The name `name` stands for: rename followed to its end (None where it goes round). */
+static PyObject *renamed_to(PyObject *rename, PyObject *name) {
+    Py_ssize_t steps = PyDict_GET_SIZE(rename);
+    for (;;) {
+        PyObject *next = PyDict_GetItemWithError(rename, name);
+        if (!next) return PyErr_Occurred() ? NULL : name;
+        if (steps-- < 0) {
+            PyErr_Format(PyExc_ValueError, "renaming %R goes round", name);
+            return NULL;
+        }
+        name = next;
+    }
+}
+
+/* instr reading its operands renamed (a new reference: instr itself where none changes). */
+static PyObject *with_renamed_operands(PyObject *instr, PyObject *rename) {
+    PyObject *operands = field(instr, F_OPERANDS);
+    PyObject *seq = operands ? PySequence_Fast(operands, "operands must be a sequence") : NULL;
+    Py_XDECREF(operands);
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *ops = NULL, *result = NULL, *f[F_COUNT] = {0};
+    int changed = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, k);
+        PyObject *to = renamed_to(rename, o);
+        if (!to) goto done;
+        if (to != o) { changed = 1; break; }
+    }
+    if (!changed) { result = Py_NewRef(instr); goto done; }
+    ops = PyTuple_New(n);
+    if (!ops) goto done;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *to = renamed_to(rename, PySequence_Fast_GET_ITEM(seq, k));
+        if (!to) goto done;
+        PyTuple_SET_ITEM(ops, k, Py_NewRef(to));
+    }
+    if (all_fields(instr, f) < 0) goto done;
+    Py_SETREF(f[F_OPERANDS], Py_NewRef(ops));
+    result = PyObject_Vectorcall((PyObject *)instruction_maker, f, F_COUNT, NULL);
+done:
+    clear_fields(f);
+    Py_XDECREF(ops);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* Does an operand of instr have an entry in rename? 1, 0, or -1. */
+static int reads_renamed(PyObject *instr, PyObject *rename) {
+    PyObject *operands = field(instr, F_OPERANDS);
+    PyObject *seq = operands ? PySequence_Fast(operands, "operands must be a sequence") : NULL;
+    Py_XDECREF(operands);
+    if (!seq) return -1;
+    int found = 0;
+    for (Py_ssize_t k = 0; !found && k < PySequence_Fast_GET_SIZE(seq); k++)
+        found = PyDict_Contains(rename, PySequence_Fast_GET_ITEM(seq, k));
+    Py_DECREF(seq);
+    return found;
+}
+
+/* instr against the ops before it of its (opcode, operands), whose full keys seen maps to
+ * their names: 1 where it goes (an equal op came first, and instr is neither a root nor a
+ * fusion's output: its users read that op through rename, origin_of loses it), else 0 (its
+ * key recorded where it is the first); -1 with an exception. */
+static int merge_into(PyObject *instr, PyObject *seen, PyObject *never_merge, PyObject *unkeyed,
+                      PyObject *rename, PyObject *origin_of) {
+    PyObject *key = merge_key_of(instr, never_merge, unkeyed);
+    PyObject *name = key ? field(instr, F_NAME) : NULL, *is_root = NULL;
+    int status = -1;
+    if (!name) goto done;
+    PyObject *target = PyDict_GetItemWithError(seen, key);
+    if (!target) {
+        if (!PyErr_Occurred()) status = PyDict_SetItem(seen, key, name);
+        goto done;
+    }
+    is_root = field(instr, F_IS_ROOT);
+    int root = is_root ? PyObject_IsTrue(is_root) : -1;
+    if (root < 0) goto done;
+    PyObject *origin = root ? NULL : PyDict_GetItemWithError(origin_of, name);
+    if (!origin) {
+        status = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    PyObject *flag = PyObject_GetAttr(origin, is_output_name);
+    int output = flag ? PyObject_IsTrue(flag) : -1;
+    Py_XDECREF(flag);
+    if (output < 0) goto done;
+    if (output) { status = 0; goto done; }
+    if (PyDict_SetItem(rename, name, target) < 0 || PyDict_DelItem(origin_of, name) < 0)
+        goto done;
+    status = 1;
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(name);
+    Py_XDECREF(is_root);
+    return status;
+}
+
+/* merge_pass(out, rename, origin_of, never_merge, unkeyed) -> (kept, merged, controls):
+ * transform._merge_pass, which see. */
+static PyObject *merge_pass(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !PyList_Check(args[0]) || !PyDict_Check(args[1]) ||
+            !PyDict_Check(args[2]) || !PyAnySet_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "merge_pass(out: list, rename: dict, origin_of: dict, "
+                        "never_merge: frozenset, unkeyed)");
+        return NULL;
+    }
+    if (need_maker() < 0) return NULL;
+    PyObject *out = args[0], *rename = args[1], *origin_of = args[2];
+    PyObject *seen = PyDict_New(), *kept = PyList_New(0), *result = NULL;
+    long merged = 0;
+    int controls = 0;
+    if (!seen || !kept) goto done;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(out); k++) {
+        PyObject *instr = Py_NewRef(PyList_GET_ITEM(out, k));
+        int reads = PyDict_GET_SIZE(rename) ? reads_renamed(instr, rename) : 0;
+        if (reads < 0) goto fail;
+        if (reads) {
+            Py_SETREF(instr, with_renamed_operands(instr, rename));
+            if (!instr) goto fail;
+        }
+        /* Only an op whose (opcode, operands) an earlier one has may be merged: the full key
+         * is made for those only (seen holds, per pair, the first op until a second comes,
+         * then a dict of full keys to names), not for every op as the Python does. */
+        int never = never_merged(instr, args[3]);
+        if (never < 0) goto fail;
+        if (!never) {
+            PyObject *opcode = field(instr, F_OPCODE), *operands = field(instr, F_OPERANDS);
+            PyObject *pair = opcode && operands ? PyTuple_Pack(2, opcode, operands) : NULL;
+            Py_XDECREF(opcode);
+            Py_XDECREF(operands);
+            if (!pair) goto fail;
+            PyObject *entry = PyDict_GetItemWithError(seen, pair);
+            if (!entry) {
+                int stored = PyErr_Occurred() ? -1 : PyDict_SetItem(seen, pair, instr);
+                Py_DECREF(pair);
+                if (stored < 0) goto fail;
+            } else {
+                Py_INCREF(entry);
+                if (!PyDict_Check(entry)) {  /* the first op of the pair: its key now */
+                    PyObject *first = entry, *first_key = merge_key_of(first, args[3], args[4]);
+                    PyObject *first_name = first_key ? field(first, F_NAME) : NULL;
+                    entry = first_name ? PyDict_New() : NULL;
+                    int stored = entry ? PyDict_SetItem(entry, first_key, first_name) : -1;
+                    if (stored == 0) stored = PyDict_SetItem(seen, pair, entry);
+                    Py_DECREF(first);
+                    Py_XDECREF(first_key);
+                    Py_XDECREF(first_name);
+                    if (stored < 0) { Py_XDECREF(entry); Py_DECREF(pair); goto fail; }
+                }
+                Py_DECREF(pair);
+                int merge = merge_into(instr, entry, args[3], args[4], rename, origin_of);
+                Py_DECREF(entry);
+                if (merge < 0) goto fail;
+                if (merge) {
+                    merged++;
+                    Py_DECREF(instr);
+                    continue;
+                }
+            }
+        }
+        if (!controls) {
+            PyObject *preds = field(instr, F_CONTROLS);
+            controls = preds ? PyObject_IsTrue(preds) : -1;
+            Py_XDECREF(preds);
+            if (controls < 0) goto fail;
+        }
+        if (PyList_Append(kept, instr) < 0) goto fail;
+        Py_DECREF(instr);
+        continue;
+    fail:
+        Py_XDECREF(instr);
+        goto done;
+    }
+    result = Py_BuildValue("(Oli)", kept, merged, controls);
+done:
+    Py_XDECREF(seen);
+    Py_XDECREF(kept);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"read_line", (PyCFunction)(void (*)(void))read_line, METH_FASTCALL,
      "read_line(line, attribute_of, Attribute[, shapes, memo, configs]) -> (is_root, name, "
@@ -925,6 +1417,16 @@ static PyMethodDef methods[] = {
     {"graph_order", graph_order, METH_VARARGS,
      "graph_order(instructions, kind) -> list: bfs_schedule's instructions (kind 0) or "
      "post_order_names' names (kind 1), compiled; None where two share a name."},
+    {"needs_expansion", needs_expansion, METH_O,
+     "needs_expansion(instructions) -> bool: transform._needs_expansion, compiled."},
+    {"expand_fusion", (PyCFunction)(void (*)(void))expand_fusion, METH_FASTCALL,
+     "expand_fusion(instr, fused, outputs, taken, fresh, relayout, new_origin, out, shapes, "
+     "origin_of) -> bitcasts made, or None: transform._inline_fusion, compiled."},
+    {"merge_key", (PyCFunction)(void (*)(void))merge_key, METH_FASTCALL,
+     "merge_key(instr, never_merge, unkeyed) -> key or None: transform._merge_key, compiled."},
+    {"merge_pass", (PyCFunction)(void (*)(void))merge_pass, METH_FASTCALL,
+     "merge_pass(out, rename, origin_of, never_merge, unkeyed) -> (kept, merged, controls): "
+     "transform._merge_pass, compiled."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -947,6 +1449,20 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     key_name = PyUnicode_InternFromString("key");
     metadata_name = PyUnicode_InternFromString("metadata");
     constant_name = PyUnicode_InternFromString("constant");
+    for (int k = 0; k < F_COUNT; k++)
+        if (!(field_names[k] = PyUnicode_InternFromString(field_texts[k]))) return NULL;
+    fusion_name = PyUnicode_InternFromString("fusion");
+    parameter_name = PyUnicode_InternFromString("parameter");
+    transpose_name = PyUnicode_InternFromString("transpose");
+    reshape_name = PyUnicode_InternFromString("reshape");
+    reduce_name = PyUnicode_InternFromString("reduce");
+    value_name = PyUnicode_InternFromString("value");
+    is_output_name = PyUnicode_InternFromString("is_output");
+    controls_key = PyUnicode_InternFromString("control-predecessors");
+    empty_tuple = PyTuple_New(0);
+    if (!fusion_name || !parameter_name || !transpose_name || !reshape_name || !reduce_name ||
+            !value_name || !is_output_name || !controls_key || !empty_tuple)
+        return NULL;
     if (!operands_name || !controls_name || !name_name || !shape_name || !opcode_name ||
             !called_name || !attributes_name || !key_name || !metadata_name || !constant_name ||
             PyType_Ready(&MakerType) < 0)

@@ -1,9 +1,11 @@
 """Types of the compiled hot paths (_speedups.c); parser._read_line, parser._instruction and
 ir._new_instruction (bind_instruction's Maker) are the references, and transform._bfs_schedule and
-transform._post_order_names those of graph_order."""
-from typing import Any, Optional, Union
+transform._post_order_names those of graph_order, and transform._needs_expansion,
+_Expander._inline_fusion, _merge_key and _merge_pass those of unfuse's loops."""
+from typing import Any, Callable, Optional, Sequence, Union
 
 from hloscope.hlo.ir import Attribute, Instruction
+from hloscope.hlo.shape import Shape
 
 _Line = tuple[bool, str, str, str, str, Optional[tuple[str, ...]], tuple[Attribute, ...]]
 
@@ -23,3 +25,18 @@ class Maker:
 
 def like_key(instr: Instruction, index: dict[str, Instruction], tails: tuple[str, ...]
              ) -> tuple[Optional[list[Any]], Optional[tuple[object, ...]]]: ...
+
+def needs_expansion(instructions: Sequence[Instruction]) -> bool: ...
+
+def expand_fusion(instr: Instruction, fused: Sequence[Instruction], outputs: set[str],
+                  taken: set[str], fresh: Callable[[str], str],
+                  relayout: Callable[[Instruction, dict[str, Shape]], Optional[Instruction]],
+                  new_origin: Callable[[str, str, bool], Any], out: list[Instruction],
+                  shapes: dict[str, Shape], origin_of: dict[str, Any]) -> Optional[int]: ...
+
+def merge_key(instr: Instruction, never_merge: frozenset[str], unkeyed: Sequence[str]
+              ) -> Optional[tuple[object, ...]]: ...
+
+def merge_pass(out: list[Instruction], rename: dict[str, str], origin_of: dict[str, Any],
+               never_merge: frozenset[str], unkeyed: Sequence[str]
+               ) -> tuple[list[Instruction], int, bool]: ...

@@ -11,7 +11,7 @@ import dataclasses
 import heapq
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, NamedTuple, Optional, Sequence
 
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import (Attribute, Computation, Instruction, Module, fast_constructor,
@@ -103,12 +103,69 @@ def _renamed(instr: Instruction, rename: Callable[[str], str]) -> Instruction:
                            i.fusion_kind, i.metadata, i.backend_config, i.control_predecessors)
 
 
+# Attributes that do not make two ops different values.
+_UNKEYED = ("metadata", "backend_config", "frontend_attributes")
+
+
 def _merge_key(instr: Instruction) -> Optional[tuple[object, ...]]:
+    """Equal for two ops that compute the same value from the same operands; None for an op
+    never merged."""
     if instr.opcode in _NEVER_MERGE or instr.called_computations and instr.opcode != "reduce":
         return None
-    attrs = tuple((a.key, a.value) for a in instr.attributes
-                  if a.key not in ("metadata", "backend_config", "frontend_attributes"))
+    attrs = tuple((a.key, a.value) for a in instr.attributes if a.key not in _UNKEYED)
     return (instr.opcode, str(instr.shape), instr.operands, attrs, instr.literal)
+
+
+def _needs_expansion(instrs: Sequence[Instruction]) -> bool:
+    """Does a computation hold a fusion to expand, or control edges to rename?"""
+    return any((i.opcode == "fusion" and i.called_computations) or i.control_predecessors
+               for i in instrs)
+
+
+def _relayout(g: Instruction, shapes: dict[str, Shape]) -> Optional[Instruction]:
+    """``g``, an expanded transpose or reshape, as the bitcast XLA makes of it outside a
+    fusion where it moves no byte; else None."""
+    if not is_layout_only(g, shapes.get(g.operands[0], g.shape)):
+        return None
+    return new_instruction(g.name, "bitcast", g.shape, g.operands,
+                           tuple(a for a in g.attributes if a.key != "dimensions"), g.is_root,
+                           g.parameter_number, g.literal, g.called_computations,
+                           g.fusion_kind, g.metadata, g.backend_config, g.control_predecessors)
+
+
+def _merge_pass(out: list[Instruction], rename: dict[str, str], origin_of: dict[str, "Origin"]
+                ) -> tuple[list[Instruction], int, bool]:
+    """Duplicated producers merged: a later op equal to an earlier one (``_merge_key``) that
+    came from inside a fusion and is not its output goes, and its users read the earlier one
+    (``rename``, which operands are read through; ``origin_of`` loses it). Returns the ops
+    kept, how many went, and whether a kept op has control predecessors."""
+    def name_of(n: str) -> str:
+        while n in rename:
+            n = rename[n]
+        return n
+
+    seen: dict[tuple[object, ...], str] = {}
+    kept: list[Instruction] = []
+    merged = 0
+    controls = False
+    for instr in out:
+        if rename and not rename.keys().isdisjoint(instr.operands):
+            instr = _renamed(instr, name_of)
+        key = _merge_key(instr)
+        if key is not None:
+            target = seen.get(key)
+            if target is not None and not instr.is_root:
+                origin = origin_of.get(instr.name)
+                if origin is not None and not origin.is_output:
+                    rename[instr.name] = target
+                    del origin_of[instr.name]
+                    merged += 1
+                    continue
+            if target is None:
+                seen[key] = instr.name
+        controls = controls or bool(instr.control_predecessors)
+        kept.append(instr)
+    return kept, merged, controls
 
 
 _new_origin = fast_constructor(Origin)  # one per expanded op: each field in its slot
@@ -136,6 +193,31 @@ def _all_ancestors(name: str, sought: list[str], index: dict[str, Instruction]) 
                     return True
                 queue.append(o)
     return not missing
+
+
+class _UnfuseLoops(NamedTuple):
+    """_speedups' compiled loops of unfuse; _needs_expansion, _Expander._inline_fusion and
+    _merge_pass are the references (tests compare the two on every fixture)."""
+
+    needs_expansion: Callable[[Sequence[Instruction]], bool]
+    expand_fusion: Callable[..., Optional[int]]
+    merge_pass: Callable[..., tuple[list[Instruction], int, bool]]
+
+
+def _compiled_unfuse_loops() -> Optional[_UnfuseLoops]:
+    """The compiled loops, where the extension is built and makes the Instructions
+    (``new_instruction`` is its Maker); else None."""
+    try:
+        from hloscope.hlo import _speedups
+    except ImportError:  # pragma: no cover - installs without a C compiler
+        return None
+    if not isinstance(new_instruction, _speedups.Maker):  # pragma: no cover
+        return None
+    return _UnfuseLoops(_speedups.needs_expansion, _speedups.expand_fusion,
+                        _speedups.merge_pass)
+
+
+_unfuse_loops = _compiled_unfuse_loops()
 
 
 # Rewrites of XLA's that its no-fusion compile switches off, undone after the expansion when
@@ -191,9 +273,55 @@ class _Expander:
         self.undone += done.count
         return done.instructions
 
+    def _fresh_unfused(self, base: str) -> str:
+        return self._fresh(base, "unfused")
+
+    def _inline_fusion(self, instr: Instruction, fused: Computation, outputs: set[str],
+                       out: list[Instruction], shapes: dict[str, Shape],
+                       origin_of: dict[str, Origin]) -> int:
+        """The ops of ``fused`` (the expanded computation fusion ``instr`` calls) appended to
+        ``out`` in its place, reading the fusion's operands for its parameters; each under its
+        own name (a fresh one where it is taken), the root under the fusion's; layout-only
+        transposes and reshapes as bitcasts (``_relayout``). ``shapes`` and ``origin_of``
+        gain each op's shape and origin. Returns the count of bitcasts made."""
+        taken = self.taken
+        local: dict[str, str] = {}
+        bitcasts = 0
+        for f in fused.instructions:
+            if f.opcode == "parameter":
+                local[f.name] = instr.operands[f.parameter_number or 0]
+                continue
+            if f.is_root:
+                new_name = instr.name  # the fusion's users keep reading the same name
+            else:
+                new_name = f.name if f.name not in taken else self._fresh_unfused(f.name)
+            taken.add(new_name)
+            local[f.name] = new_name
+            # Made whole, not with dataclasses.replace: this runs once per fused op.
+            g = new_instruction(
+                new_name, f.opcode, f.shape, tuple(local[o] for o in f.operands),
+                f.attributes if not f.control_predecessors
+                else tuple(a for a in f.attributes if a.key != "control-predecessors"),
+                f.is_root and instr.is_root, f.parameter_number, f.literal,
+                f.called_computations, f.fusion_kind, f.metadata, f.backend_config, ())
+            if f.is_root and (instr.control_predecessors or any(
+                    a.key == "control-predecessors" for a in instr.attributes)):
+                g = dataclasses.replace(g, attributes=g.attributes + tuple(
+                    a for a in instr.attributes if a.key == "control-predecessors"),
+                    control_predecessors=instr.control_predecessors)
+            if (g.opcode == "transpose" or g.opcode == "reshape") and g.operands:
+                bitcast = _relayout(g, shapes)
+                if bitcast is not None:
+                    g = bitcast
+                    bitcasts += 1
+            out.append(g)
+            shapes[new_name] = g.shape
+            origin_of[new_name] = _new_origin(instr.name, f.name, f.name in outputs)
+        return bitcasts
+
     def expand(self, comp: Computation) -> Computation:
-        if not any((i.opcode == "fusion" and i.called_computations) or i.control_predecessors
-                   for i in comp.instructions):
+        loops = _unfuse_loops
+        if not (loops.needs_expansion if loops else _needs_expansion)(comp.instructions):
             # Nothing to expand, and so nothing from a fusion to merge, undo or copy: a fused
             # computation without nested fusions (most of them) is read as it is.
             return comp
@@ -221,66 +349,21 @@ class _Expander:
             outputs = {fused.root.name}
             if fused.root.opcode == "tuple":
                 outputs |= set(fused.root.operands)
-            local: dict[str, str] = {}
-            for f in fused.instructions:
-                if f.opcode == "parameter":
-                    local[f.name] = instr.operands[f.parameter_number or 0]
-                    continue
-                if f.is_root:
-                    new_name = instr.name  # the fusion's users keep reading the same name
-                else:
-                    new_name = f.name if f.name not in taken else self._fresh(f.name, "unfused")
-                taken.add(new_name)
-                local[f.name] = new_name
-                # Made whole, not with dataclasses.replace: this runs once per fused op.
-                g = new_instruction(
-                    new_name, f.opcode, f.shape, tuple(local[o] for o in f.operands),
-                    f.attributes if not f.control_predecessors
-                    else tuple(a for a in f.attributes if a.key != "control-predecessors"),
-                    f.is_root and instr.is_root, f.parameter_number, f.literal,
-                    f.called_computations, f.fusion_kind, f.metadata, f.backend_config, ())
-                if f.is_root and (instr.control_predecessors or any(
-                        a.key == "control-predecessors" for a in instr.attributes)):
-                    g = dataclasses.replace(g, attributes=g.attributes + tuple(
-                        a for a in instr.attributes if a.key == "control-predecessors"),
-                        control_predecessors=instr.control_predecessors)
-                if (g.opcode == "transpose" or g.opcode == "reshape") and g.operands and \
-                        is_layout_only(g, shapes.get(g.operands[0], g.shape)):
-                    g = new_instruction(
-                        g.name, "bitcast", g.shape, g.operands,
-                        tuple(a for a in g.attributes if a.key != "dimensions"), g.is_root,
-                        g.parameter_number, g.literal, g.called_computations, g.fusion_kind,
-                        g.metadata, g.backend_config, g.control_predecessors)
-                    self.bitcasts += 1
-                out.append(g)
-                shapes[new_name] = g.shape
-                origin_of[new_name] = _new_origin(instr.name, f.name, f.name in outputs)
+            made = None if loops is None else loops.expand_fusion(
+                instr, fused.instructions, outputs, taken, self._fresh_unfused, _relayout,
+                _new_origin, out, shapes, origin_of)
+            if made is None:  # not compiled, or control edges: the Python
+                made = self._inline_fusion(instr, fused, outputs, out, shapes, origin_of)
+            self.bitcasts += made
             if fused.root.opcode == "parameter":
-                rename[instr.name] = local[fused.root.name]
+                rename[instr.name] = instr.operands[fused.root.parameter_number or 0]
         # Merge duplicated producers: a later identical op reads the earlier one's value.
-        seen: dict[tuple[object, ...], str] = {}
-        merged: list[Instruction] = []
-        for instr in out:
-            if rename and not rename.keys().isdisjoint(instr.operands):
-                instr = _renamed(instr, name_of)
-            key = _merge_key(instr)
-            if key is None:
-                merged.append(instr)
-                continue
-            target = seen.get(key)
-            if target is not None and not instr.is_root:
-                origin = origin_of.get(instr.name)
-                if origin is not None and not origin.is_output:
-                    rename[instr.name] = target
-                    del origin_of[instr.name]
-                    self.merged += 1
-                    continue
-            if target is None:
-                seen[key] = instr.name
-            merged.append(instr)
+        merged, count, controls = _merge_pass(out, rename, origin_of) if loops is None else \
+            loops.merge_pass(out, rename, origin_of, _NEVER_MERGE, _UNKEYED)
+        self.merged += count
         cname = comp.name
         self.origins.update(((cname, n), o) for n, o in origin_of.items())
-        final = [_rename_control(i, name_of) for i in merged]
+        final = [_rename_control(i, name_of) for i in merged] if controls else merged
         for step in self.undo:
             final = self._undo(comp.name, step, final)
         final = self._copies_for_in_place(comp.name, final)
