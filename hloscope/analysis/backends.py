@@ -33,6 +33,8 @@ IN_PLACE_OPERAND0 = frozenset({"dynamic-update-slice", "scatter"})
 
 def same_array(a: Shape, b: Shape) -> bool:
     """ShapeUtil::Equal for arrays: element type, dimensions and layout."""
+    if a is b:  # the parser makes one Shape per distinct text: most equal shapes are one
+        return True
     return (a.element_type == b.element_type and a.dimensions == b.dimensions
             and (a.layout.minor_to_major if a.layout else None)
             == (b.layout.minor_to_major if b.layout else None))
@@ -70,6 +72,8 @@ def _users(fused: Computation) -> dict[str, list[Instruction]]:
 
 def _output_shape(user: Instruction, index: tuple[int, ...]) -> Optional[Shape]:
     shape = user.shape
+    if not index:
+        return shape
     for k in index:
         if not shape.is_tuple or k >= len(shape.tuple_shapes):
             return None
@@ -108,7 +112,9 @@ def generic_share(module: Module, user: Instruction, operand_index: int, operand
     out = _output_shape(user, index)
     if out is None or not same_array(out, operand_shape):
         return False
-    plain = None if user.backend_fusion_kind == YNN_FUSION else _plain_op_rule(user, operand_index)
+    # Only a fusion has a fusion kind of its own (backend_config decoded: a lookup per call).
+    plain = None if user.opcode == "fusion" and user.backend_fusion_kind == YNN_FUSION \
+        else _plain_op_rule(user, operand_index)
     if plain is not None:
         return plain
     fused = module.computation(user.called_computations[0])

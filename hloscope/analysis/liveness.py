@@ -883,25 +883,28 @@ OUTPUT_TABLE: type[_OutputTable] = _CompiledOutputTable if _CompiledTable is not
 def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction], ...],
             values: tuple[Value, ...], b: _Builder, live_out: set[int], end: int,
             aliased: frozenset[int] = frozenset()) -> Analysis:
-    # Groups of values that must share storage.
+    # Groups of values that must share storage, each by its root's value id. Values are
+    # numbered from 0 in order (analyze makes them so), and most are their own root.
+    parent, find = b.parent, b.find
+    group_of = [vid if parent[vid] == vid else find(vid) for vid in range(len(values))]
     groups: dict[int, list[Value]] = {}
-    for v in values:
-        groups.setdefault(b.find(v.id), []).append(v)
-    group_of = {v.id: b.find(v.id) for v in values}
+    for v, g in zip(values, group_of):
+        members = groups.get(g)
+        if members is None:
+            groups[g] = [v]
+        else:
+            members.append(v)
     instr_at = b.instr_at
     trees = b.trees
 
+    entry_name = module.entry_name
+
     def cls_of_group(members: list[Value]) -> str:
-        if len(members) == 1:  # most groups
-            v = members[0]
-            instr = instr_at[(v.computation, v.instruction)]
-            return _class_of(instr.opcode, instr.opcode == "parameter" and
-                             v.computation == module.entry_name, v.id in live_out)
         classes = set()
         for v in members:
             instr = instr_at[(v.computation, v.instruction)]
             classes.add(_class_of(instr.opcode, instr.opcode == "parameter" and
-                                  v.computation == module.entry_name, v.id in live_out))
+                                  v.computation == entry_name, v.id in live_out))
         for c in (PARAMETER, CONSTANT, OUTPUT):
             if c in classes:
                 return c
@@ -912,18 +915,26 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     other_spaces: dict[str, int] = {}
     output_slots: list[_Slot] = []
     temp_groups: list[tuple[int, list[Value]]] = []
+    group_size: dict[int, int] = {}  # a temporary group's size: its largest value's
     table_groups: list[list[Value]] = []
     for g, members in groups.items():
-        if len(members) > 1:
+        if len(members) == 1:  # most groups: each fact is the one value's
+            v = members[0]
+            opcode = instr_at[(v.computation, v.instruction)].opcode
+            cls = _class_of(opcode, opcode == "parameter" and v.computation == entry_name,
+                            v.id in live_out)
+            space, size, all_tables = v.memory_space, v.size, v.is_table
+        else:
             members.sort(key=lambda v: (v.start, v.id))
-        cls = cls_of_group(members)
-        space = max(v.memory_space for v in members)
+            cls = cls_of_group(members)
+            space = max(v.memory_space for v in members)
+            size = max(v.size for v in members)
+            all_tables = all(v.is_table for v in members)
         if space:
-            other_spaces[f"S({space})"] = other_spaces.get(f"S({space})", 0) + max(
-                v.size for v in members)
+            other_spaces[f"S({space})"] = other_spaces.get(f"S({space})", 0) + size
             continue
         if cls == TEMP:
-            if all(v.is_table for v in members):
+            if all_tables:
                 # Temp index tables are not packed: each alias group's table is appended after
                 # the heap at an aligned offset (XLA's "combine temp allocations"; measured in
                 # the cpu, gpu and tpu-v3 dumps). tpu-v4 does not count them.
@@ -931,8 +942,9 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                     table_groups.append(members)
                 continue
             temp_groups.append((g, members))
+            group_size[g] = size
             continue
-        fixed = _Slot(len(slots), cls, max(v.size for v in members))
+        fixed = _Slot(len(slots), cls, size)
         fixed.group = g
         for v in members:
             fixed.add(v)
@@ -1060,7 +1072,6 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
 
     # Largest first; ties in XLA's value order, a post-order of each computation (measured:
     # the dump's value ids follow it, and schedule order instead moved the bf16 step by 45%).
-    group_size = {g: max(v.size for v in members) for g, members in temp_groups}
     post_get = post.get
     # The buffer id breaks the remaining ties, computed only for the groups in a tie (a
     # multi-output op's elements of one size, say), not for every group.
@@ -1217,7 +1228,7 @@ def _sort_ties_apart(items: list[T], key: Callable[[T], Any],
     return out
 
 
-def _heap_keys(heap_slots: list["_Slot"], group_of: dict[int, int],
+def _heap_keys(heap_slots: list["_Slot"], group_of: list[int],
                xla_id: dict[int, tuple[int, Index, int]]
                ) -> dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]]:
     """XLA's sort keys of each heap buffer (GlobalDecreasingSizeBestFitHeap): spatial (size
