@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import Any, Callable
 
 from hloscope.hlo.gcpause import gc_paused
 
@@ -31,15 +31,43 @@ def to_plain(value: Any) -> Any:
 
 
 # One value on one line, by the C encoder (json.dumps with an indent runs the Python one: 0.17 s
-# for the 5.6 MB report of the 32-layer llama step).
-_one_line = json.JSONEncoder(separators=(", ", ": ")).encode
+# for the 5.6 MB report of the 32-layer llama step). JSONEncoder.encode makes a new C encoder
+# per call, which is most of the cost of a short row: the one made here is kept (the same
+# arguments JSONEncoder.iterencode gives it), where the C encoder is there.
+_ENCODER = json.JSONEncoder(separators=(", ", ": "))
+
+
+def _one_line_encoder() -> Callable[[Any], str]:
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - a Python without the json accelerator
+        return _ENCODER.encode
+    e = _ENCODER
+    chunks = make(None, e.default, json.encoder.encode_basestring_ascii, None,
+                  e.key_separator, e.item_separator, e.sort_keys, e.skipkeys, e.allow_nan)
+    return lambda value: "".join(chunks(value, 0))
+
+
+_one_line = _one_line_encoder()
 _CONTAINERS = (dict, list)
 ROW_DEPTH = 4  # an object this deep (report, targets, a target, its section: 4 levels) is a row
 
 
 def _table(value: Any) -> bool:
     """An array of objects or arrays: its items go on lines of their own."""
-    return isinstance(value, list) and any(isinstance(v, _CONTAINERS) for v in value)
+    if isinstance(value, list):
+        for v in value:  # a loop, not any() over a generator: this runs once per row
+            if isinstance(v, _CONTAINERS):
+                return True
+    return False
+
+
+def _on_one_line(value: dict[str, Any], depth: int) -> bool:
+    """Does an object go on one line: all its values plain, or (``ROW_DEPTH`` levels down or
+    deeper, a row) none of them a table?"""
+    for v in value.values():
+        if isinstance(v, _CONTAINERS) and (depth < ROW_DEPTH or _table(v)):
+            return False
+    return True
 
 
 def _layout(value: Any, pad: str, depth: int, out: list[str]) -> None:
@@ -48,8 +76,7 @@ def _layout(value: Any, pad: str, depth: int, out: list[str]) -> None:
     on a line of its own; an object of plain values, or one ``ROW_DEPTH`` levels down that
     holds no table (a row: a fusion, a figure set), on one line."""
     if isinstance(value, dict):
-        if not any(isinstance(v, _CONTAINERS) for v in value.values()) or \
-                depth >= ROW_DEPTH and not any(_table(v) for v in value.values()):
+        if _on_one_line(value, depth):
             out.append(_one_line(value))
             return
         inner = pad + "  "
