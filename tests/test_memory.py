@@ -384,13 +384,31 @@ def test_the_compiled_output_table_refuses_bad_input() -> None:
         t.add(1, [])
     with pytest.raises(ZeroDivisionError):  # the handoff's own error comes through
         t.find(0, [_value(1, 5, 9)], lambda a, b: 1 // 0)
+    # place_temps: one root and size per group, one size and group per allocation, values by
+    # id; a group goes where find puts it (no operand of an unknown instruction is asked).
+    values = (_value(0, 0, 5), _value(1, 6, 9))
+    rules = ({}, {}, lambda a, b: False, lambda v, op, u, e: None)
+    with pytest.raises(ValueError):
+        t.place_temps([[values[1]]], [1], [], [4], [0], values, [0, 1], *rules, True)
+    with pytest.raises(TypeError):
+        t.place_temps([[]], [1], [4], [4], [0], values, [0, 1], *rules, True)
+    assert t.place_temps([[values[1]]], [1], [4], [4], [0], values, [0, 1], *rules,
+                         False) == [-1]
+    assert t.place_temps([[values[1]]], [1], [4], [4], [0], values, [0, 1], *rules,
+                         True) == [0]
+    assert t.members(0)[0] == list(values)
+    # A group defined where an allocation's member ends asks its instruction's operands.
+    late = _value(2, 9, 10)
+    with pytest.raises(KeyError):
+        t.place_temps([[late]], [2], [4], [4], [0], values + (late,), [0, 1, 2], *rules, True)
 
 
 @needs_heaptree
 @pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
 def test_the_compiled_output_table_gives_the_python_analysis(path: str) -> None:
     """Every fixture's fused and unfused analyses are the same, value by value and buffer by
-    buffer, with the compiled output table and with the Python one."""
+    buffer, with the compiled output table (and its loop over the temporaries, place_temps)
+    and with the Python ones."""
     from hloscope.analysis import liveness
     module = hloscope.parse_file(path)
     be = backend_for(module)

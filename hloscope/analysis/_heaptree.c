@@ -688,32 +688,19 @@ fail:
     return NULL;
 }
 
-/* find(first, members, handoff) -> the first allocation from `first` on that takes the
- * group `members` (members[0] its first value), or -1. */
-static PyObject *output_table_find(OutputTable *t, PyObject *args) {
-    Py_ssize_t first;
-    PyObject *members, *handoff;
-    if (!PyArg_ParseTuple(args, "nO!O", &first, &PyList_Type, &members, &handoff)) return NULL;
+/* The first allocation from `first` on that takes the group `members` (ms, me: their
+ * ranges; members[0] its first value), -1 where none does, -2 with an exception set. */
+static Py_ssize_t find_in(OutputTable *t, Py_ssize_t first, PyObject *members,
+                          const int64_t *ms, const int64_t *me, PyObject *handoff) {
     Py_ssize_t m = PyList_GET_SIZE(members);
-    if (m == 0 || first >= t->nslots) return PyLong_FromSsize_t(-1);
+    if (m == 0 || first >= t->nslots) return -1;
     if (first < 0) first = 0;
-    int64_t stack_s[8], stack_e[8];
-    int64_t *ms = m <= 8 ? stack_s : PyMem_Malloc(m * sizeof(int64_t));
-    int64_t *me = m <= 8 ? stack_e : PyMem_Malloc(m * sizeof(int64_t));
-    Py_ssize_t found = -1;
-    int error = 0;
-    if (!ms || !me) { PyErr_NoMemory(); error = 1; goto done; }
-    for (Py_ssize_t j = 0; j < m; j++)
-        if (checked_range(t, PyList_GET_ITEM(members, j), &ms[j], &me[j]) < 0) {
-            error = 1;
-            goto done;
-        }
     int64_t vs = ms[0], ve = me[0];
     const uint64_t *row_s = t->covered + bucket_of(t, vs) * t->words;
     const uint64_t *row_e = t->covered + bucket_of(t, ve) * t->words;
     /* the buckets wholly inside (vs, ve) */
     int64_t inside_lo = (vs + BUCKET) / BUCKET, inside_hi = ve / BUCKET - 1;
-    for (Py_ssize_t w = first / 64; w < t->words && found < 0; w++) {
+    for (Py_ssize_t w = first / 64; w < t->words; w++) {
         uint64_t bits = t->candidates[w] & ~(row_s[w] | row_e[w]);
         if (w == first / 64) bits &= ~(uint64_t)0 << (first % 64);
         while (bits) {
@@ -729,15 +716,263 @@ static PyObject *output_table_find(OutputTable *t, PyObject *args) {
             int conflict = 0;
             for (Py_ssize_t j = 0; j < m && !conflict; j++) {
                 conflict = oslot_conflicts(s, PyList_GET_ITEM(members, j), ms[j], me[j], handoff);
-                if (conflict < 0) { error = 1; goto done; }
+                if (conflict < 0) return -2;
             }
-            if (!conflict) { found = k; break; }
+            if (!conflict) return k;
         }
     }
-done:
+    return -1;
+}
+
+/* The members' ranges into *ms, *me (the stack arrays where they fit, else allocated); 0, or
+ * -1 with an exception set (and nothing to free). */
+static int member_ranges(OutputTable *t, PyObject *members, int64_t *stack_s, int64_t *stack_e,
+                         int64_t **ms, int64_t **me) {
+    Py_ssize_t m = PyList_GET_SIZE(members);
+    *ms = m <= 8 ? stack_s : PyMem_Malloc(m * sizeof(int64_t));
+    *me = m <= 8 ? stack_e : PyMem_Malloc(m * sizeof(int64_t));
+    int error = !*ms || !*me;
+    if (error) PyErr_NoMemory();
+    for (Py_ssize_t j = 0; !error && j < m; j++)
+        error = checked_range(t, PyList_GET_ITEM(members, j), &(*ms)[j], &(*me)[j]) < 0;
+    if (error) {
+        if (*ms != stack_s) PyMem_Free(*ms);
+        if (*me != stack_e) PyMem_Free(*me);
+        return -1;
+    }
+    return 0;
+}
+
+static void free_ranges(int64_t *ms, int64_t *me, int64_t *stack_s, int64_t *stack_e) {
     if (ms != stack_s) PyMem_Free(ms);
     if (me != stack_e) PyMem_Free(me);
-    return error ? NULL : PyLong_FromSsize_t(found);
+}
+
+/* find(first, members, handoff) -> the first allocation from `first` on that takes the
+ * group `members` (members[0] its first value), or -1. */
+static PyObject *output_table_find(OutputTable *t, PyObject *args) {
+    Py_ssize_t first;
+    PyObject *members, *handoff;
+    if (!PyArg_ParseTuple(args, "nO!O", &first, &PyList_Type, &members, &handoff)) return NULL;
+    if (PyList_GET_SIZE(members) == 0 || first >= t->nslots) return PyLong_FromSsize_t(-1);
+    int64_t stack_s[8], stack_e[8], *ms, *me;
+    if (member_ranges(t, members, stack_s, stack_e, &ms, &me) < 0) return NULL;
+    Py_ssize_t found = find_in(t, first, members, ms, me, handoff);
+    free_ranges(ms, me, stack_s, stack_e);
+    return found < -1 ? NULL : PyLong_FromSsize_t(found);
+}
+
+/* ---- place_temps: liveness._assign's loop over the temporaries, in C ---------------------
+ * Each group of temporaries, largest first, moves into an output allocation if one takes it:
+ * first the allocation of an operand of its first value's instruction that dies where that
+ * value is defined, if the value may take it over (BufferAssigner's first try: the
+ * reference is _assign's operand_share), else the first allocation from the smallest that
+ * fits on (find). The Python rules stay in Python: handoff(earlier, later), and dying(v, op,
+ * u, True) for an operand read through an element of a multi-output fusion. */
+static PyObject *computation_name = NULL, *instruction_name = NULL, *index_name = NULL,
+                *operands_name = NULL, *empty_tuple = NULL;
+
+/* attribute `name` of v equals (as a str) that of u? 1, 0, or -1 */
+static int same_attr(PyObject *v, PyObject *u, PyObject *name) {
+    PyObject *a = PyObject_GetAttr(v, name);
+    if (!a) return -1;
+    PyObject *b = PyObject_GetAttr(u, name);
+    if (!b) { Py_DECREF(a); return -1; }
+    int same = a == b ? 1 : PyObject_RichCompareBool(a, b, Py_EQ);
+    Py_DECREF(a);
+    Py_DECREF(b);
+    return same;
+}
+
+typedef struct {
+    PyObject *values, *group_of, *instr_at, *trees, *handoff, *dying;
+    Py_ssize_t *alloc;        /* per group root: its output allocation, or -1 */
+    Py_ssize_t nalloc;
+    int64_t *out_size;        /* per allocation */
+} Temps;
+
+static PyObject *call_truthy(PyObject *f, PyObject *a, PyObject *b, int *r) {
+    PyObject *got = PyObject_CallFunctionObjArgs(f, a, b, NULL);
+    if (!got) return NULL;
+    *r = PyObject_IsTrue(got);
+    Py_DECREF(got);
+    return *r < 0 ? NULL : Py_None;
+}
+
+/* operand_share: the allocation, -1 where none, -2 with an exception set. */
+static Py_ssize_t operand_share(OutputTable *t, Temps *c, PyObject *members, const int64_t *ms,
+                                const int64_t *me, int64_t size) {
+    PyObject *v = PyList_GET_ITEM(members, 0), *comp = NULL, *iname = NULL, *key = NULL,
+             *operands = NULL, *seq = NULL;
+    Py_ssize_t found = -2, m = PyList_GET_SIZE(members);
+    int64_t vs = ms[0];
+    comp = PyObject_GetAttr(v, computation_name);
+    iname = comp ? PyObject_GetAttr(v, instruction_name) : NULL;
+    key = iname ? PyTuple_Pack(2, comp, iname) : NULL;
+    PyObject *instr = key ? PyDict_GetItemWithError(c->instr_at, key) : NULL;
+    if (!instr) {
+        if (key && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, key);
+        goto done;
+    }
+    operands = PyObject_GetAttr(instr, operands_name);
+    seq = operands ? PySequence_Fast(operands, "operands must be a sequence") : NULL;
+    if (!seq) goto done;
+    found = -1;
+    for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(seq) && found == -1; j++) {
+        PyObject *op = PySequence_Fast_GET_ITEM(seq, j);
+        PyObject *tk = PyTuple_Pack(2, comp, op);
+        if (!tk) { found = -2; break; }
+        PyObject *tree = PyDict_GetItemWithError(c->trees, tk);
+        Py_DECREF(tk);
+        if (!tree) { if (PyErr_Occurred()) found = -2; continue; }
+        PyObject *uid_obj = PyDict_GetItemWithError(tree, empty_tuple);
+        if (!uid_obj) { if (PyErr_Occurred()) found = -2; continue; }
+        Py_ssize_t uid = PyLong_AsSsize_t(uid_obj);
+        if (uid == -1 && PyErr_Occurred()) { found = -2; break; }
+        if (uid < 0 || uid >= PyTuple_GET_SIZE(c->values) ||
+                uid >= PyList_GET_SIZE(c->group_of)) {
+            PyErr_SetString(PyExc_IndexError, "a value id out of range");
+            found = -2;
+            break;
+        }
+        PyObject *u = PyTuple_GET_ITEM(c->values, uid);
+        int64_t us, ue;
+        if (value_range(u, &us, &ue) < 0) { found = -2; break; }
+        if (ue != vs) continue;
+        Py_ssize_t g = PyLong_AsSsize_t(PyList_GET_ITEM(c->group_of, uid));
+        if (g == -1 && PyErr_Occurred()) { found = -2; break; }
+        Py_ssize_t k = g >= 0 && g < c->nalloc ? c->alloc[g] : -1;
+        if (k < 0 || c->out_size[k] < size) continue;
+        /* _dying(v, op, u, True): u in v's computation, read as itself or as an element */
+        int same = same_attr(v, u, computation_name);
+        if (same < 0) { found = -2; break; }
+        if (!same) continue;
+        PyObject *uinstr = PyObject_GetAttr(u, instruction_name);
+        PyObject *uindex = uinstr ? PyObject_GetAttr(u, index_name) : NULL;
+        int direct = -1;
+        if (uindex) {
+            direct = uinstr == op ? 1 : PyObject_RichCompareBool(uinstr, op, Py_EQ);
+            if (direct == 1) direct = PyTuple_Check(uindex) && PyTuple_GET_SIZE(uindex) == 0;
+        }
+        Py_XDECREF(uinstr);
+        Py_XDECREF(uindex);
+        if (direct < 0) { found = -2; break; }
+        if (!direct) {
+            PyObject *got = PyObject_CallFunctionObjArgs(c->dying, v, op, u, Py_True, NULL);
+            if (!got) { found = -2; break; }
+            int none = got == Py_None;
+            Py_DECREF(got);
+            if (none) continue;
+        }
+        int ok;
+        if (!call_truthy(c->handoff, u, v, &ok)) { found = -2; break; }
+        if (!ok) continue;
+        int conflict = 0;
+        for (Py_ssize_t i = 0; i < m && !conflict; i++)
+            conflict = oslot_conflicts(&t->slots[k], PyList_GET_ITEM(members, i), ms[i], me[i],
+                                       c->handoff);
+        if (conflict < 0) { found = -2; break; }
+        if (!conflict) found = k;
+    }
+done:
+    Py_XDECREF(comp);
+    Py_XDECREF(iname);
+    Py_XDECREF(key);
+    Py_XDECREF(operands);
+    Py_XDECREF(seq);
+    return found;
+}
+
+static int64_t as_int64(PyObject *o, int *error) {
+    int64_t x = PyLong_AsLongLong(o);
+    if (x == -1 && PyErr_Occurred()) *error = 1;
+    return x;
+}
+
+/* place_temps(groups, roots, sizes, output_sizes, output_groups, values, group_of, instr_at,
+ * trees, handoff, dying, temps_in_outputs) -> per group, the allocation it went into, or -1.
+ * groups[i]: a group's values sorted by start, roots[i] its root (a value id), sizes[i] its
+ * size, in the order they are tried; output_sizes[k]: allocation k's size (ascending, as
+ * the allocations are tried), output_groups[k]: the group it was made for; values: every
+ * value by id, group_of: each value's group root; instr_at: (computation, name) ->
+ * Instruction; trees: (computation, name) -> {index: value id}. A group that goes into an
+ * allocation is added to it. */
+static PyObject *output_table_place_temps(OutputTable *t, PyObject *args) {
+    PyObject *groups, *roots, *sizes, *output_sizes, *output_groups;
+    Temps c = {0};
+    int temps_in_outputs;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!OOp", &PyList_Type, &groups, &PyList_Type,
+                          &roots, &PyList_Type, &sizes, &PyList_Type, &output_sizes,
+                          &PyList_Type, &output_groups, &PyTuple_Type, &c.values, &PyList_Type,
+                          &c.group_of, &PyDict_Type, &c.instr_at, &PyDict_Type, &c.trees,
+                          &c.handoff, &c.dying, &temps_in_outputs))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(groups);
+    if (PyList_GET_SIZE(roots) != n || PyList_GET_SIZE(sizes) != n ||
+            PyList_GET_SIZE(output_sizes) != t->nslots ||
+            PyList_GET_SIZE(output_groups) != t->nslots) {
+        PyErr_SetString(PyExc_ValueError, "one root and size per group, one size and group per "
+                        "allocation");
+        return NULL;
+    }
+    PyObject *result = NULL;
+    uint8_t *ends = PyMem_Calloc((size_t)t->steps + 1, 1);  /* an allocation's member ends */
+    c.nalloc = PyList_GET_SIZE(c.group_of);
+    c.alloc = PyMem_Malloc((c.nalloc ? c.nalloc : 1) * sizeof(Py_ssize_t));
+    c.out_size = PyMem_Malloc((t->nslots ? t->nslots : 1) * sizeof(int64_t));
+    PyObject *placed = PyList_New(n);
+    if (!ends || !c.alloc || !c.out_size) { PyErr_NoMemory(); goto done; }
+    if (!placed) goto done;
+    int error = 0;
+    for (Py_ssize_t g = 0; g < c.nalloc; g++) c.alloc[g] = -1;
+    for (Py_ssize_t k = 0; k < t->nslots && !error; k++) {
+        c.out_size[k] = as_int64(PyList_GET_ITEM(output_sizes, k), &error);
+        Py_ssize_t g = (Py_ssize_t)as_int64(PyList_GET_ITEM(output_groups, k), &error);
+        if (!error && g >= 0 && g < c.nalloc) c.alloc[g] = k;
+        OSlot *s = &t->slots[k];
+        for (Py_ssize_t j = 0; j < s->n; j++) ends[s->end[j]] = 1;
+    }
+    if (error) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *members = PyList_GET_ITEM(groups, i);
+        if (!PyList_Check(members) || !PyList_GET_SIZE(members)) {
+            PyErr_SetString(PyExc_TypeError, "each group is a non-empty list of values");
+            goto done;
+        }
+        int64_t size = as_int64(PyList_GET_ITEM(sizes, i), &error);
+        Py_ssize_t root = (Py_ssize_t)as_int64(PyList_GET_ITEM(roots, i), &error);
+        if (error) goto done;
+        int64_t stack_s[8], stack_e[8], *ms, *me;
+        if (member_ranges(t, members, stack_s, stack_e, &ms, &me) < 0) goto done;
+        Py_ssize_t k = ends[ms[0]] ? operand_share(t, &c, members, ms, me, size) : -1;
+        if (k == -1 && temps_in_outputs) {
+            Py_ssize_t first = lower_bound(c.out_size, t->nslots, size);
+            k = find_in(t, first, members, ms, me, c.handoff);
+        }
+        if (k >= 0) {
+            OSlot *s = &t->slots[k];
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(members) && k >= 0; j++) {
+                if (oslot_add(t, s, PyList_GET_ITEM(members, j), ms[j], me[j]) < 0) {
+                    k = -2;
+                    break;
+                }
+                cover(t, k, ms[j], me[j]);
+                ends[me[j]] = 1;
+            }
+            if (k >= 0 && root >= 0 && root < c.nalloc) c.alloc[root] = k;
+        }
+        free_ranges(ms, me, stack_s, stack_e);
+        if (k < -1) goto done;
+        PyList_SET_ITEM(placed, i, PyLong_FromSsize_t(k));
+        if (!PyList_GET_ITEM(placed, i)) goto done;
+    }
+    result = Py_NewRef(placed);
+done:
+    Py_XDECREF(placed);
+    PyMem_Free(ends);
+    PyMem_Free(c.alloc);
+    PyMem_Free(c.out_size);
+    return result;
 }
 
 static PyObject *output_table_add(OutputTable *t, PyObject *args) {
@@ -773,6 +1008,10 @@ static PyMethodDef output_table_methods[] = {
     {"find", (PyCFunction)output_table_find, METH_VARARGS,
      "find(first, members, handoff) -> the first allocation from first on that takes the "
      "group, or -1."},
+    {"place_temps", (PyCFunction)output_table_place_temps, METH_VARARGS,
+     "place_temps(groups, roots, sizes, output_sizes, output_groups, values, group_of, "
+     "instr_at, trees, handoff, dying, temps_in_outputs) -> per group, the allocation it "
+     "went into or -1: liveness._assign's loop over the temporaries."},
     {"add", (PyCFunction)output_table_add, METH_VARARGS,
      "add(k, members): the group's values go into allocation k."},
     {"conflicts", (PyCFunction)output_table_conflicts, METH_VARARGS,
@@ -810,7 +1049,14 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__heaptree(void) {
     start_name = PyUnicode_InternFromString("start");
     end_name = PyUnicode_InternFromString("end");
-    if (!start_name || !end_name || PyType_Ready(&OutputTableType) < 0) return NULL;
+    computation_name = PyUnicode_InternFromString("computation");
+    instruction_name = PyUnicode_InternFromString("instruction");
+    index_name = PyUnicode_InternFromString("index");
+    operands_name = PyUnicode_InternFromString("operands");
+    empty_tuple = PyTuple_New(0);
+    if (!start_name || !end_name || !computation_name || !instruction_name || !index_name ||
+            !operands_name || !empty_tuple || PyType_Ready(&OutputTableType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "OutputTable", (PyObject *)&OutputTableType) < 0) {

@@ -1,8 +1,10 @@
 """Types of the compiled placement loop and output table (_heaptree.c); heap._place_tree and
-liveness._OutputTable are the references."""
-from typing import Callable, Sequence
+liveness._OutputTable are the references (and _assign's loop over the temporaries that of
+OutputTable.place_temps)."""
+from typing import Any, Callable, Optional, Sequence
 
 from hloscope.analysis.liveness import Value
+from hloscope.hlo.ir import Instruction
 
 def place(ranges: list[tuple[tuple[int, int], ...]], sizes: list[int], alignment: int,
           give_up: int) -> tuple[list[int], int] | None: ...
@@ -15,3 +17,11 @@ class OutputTable:
     def conflicts(self, k: int, v: Value, handoff: Callable[[Value, Value], bool]
                   ) -> bool: ...
     def members(self, k: int) -> tuple[list[Value], bool]: ...
+    def place_temps(self, groups: list[list[Value]], roots: list[int], sizes: list[int],
+                    output_sizes: list[int], output_groups: list[int],
+                    values: tuple[Value, ...], group_of: list[int],
+                    instr_at: dict[tuple[str, str], Instruction],
+                    trees: dict[tuple[str, str], dict[Any, int]],
+                    handoff: Callable[[Value, Value], bool],
+                    dying: Callable[[Value, str, Value, bool], Optional[Value]],
+                    temps_in_outputs: bool) -> list[int]: ...

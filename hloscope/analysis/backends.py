@@ -109,11 +109,15 @@ def generic_share(module: Module, user: Instruction, operand_index: int, operand
     transformer's Adam step, where XLA's assignment has eight of them take over a dying
     broadcast their parameter reaches the root through elementwise ops only (the source of
     that hint is not in the XLA tree this project reads)."""
-    out = _output_shape(user, index)
-    if out is None or not same_array(out, operand_shape):
+    out = user.shape if not index else _output_shape(user, index)
+    if out is None or not (out is operand_shape or same_array(out, operand_shape)):
         return False
+    opcode = user.opcode
+    if opcode != "fusion":  # _plain_op_rule's answer for an op that is not a fusion, inline
+        return operand_index == 0 if opcode in IN_PLACE_OPERAND0 else \
+            opcode in ELEMENTWISE_OPCODES
     # Only a fusion has a fusion kind of its own (backend_config decoded: a lookup per call).
-    plain = None if user.opcode == "fusion" and user.backend_fusion_kind == YNN_FUSION \
+    plain = None if user.backend_fusion_kind == YNN_FUSION \
         else _plain_op_rule(user, operand_index)
     if plain is not None:
         return plain

@@ -1082,24 +1082,42 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         lambda gm: buffer_key(gm[1]))
     heap_slots: list[_Slot] = []
     delayed: list[tuple[int, list[Value]]] = []
-    # The steps where a value of an output's or a donated parameter's allocation ends: only
-    # a group defined at one of them can take over such an operand (operand_share's first
-    # test, for all its operands at once; most groups are defined elsewhere).
-    ends_in_outputs = {m.end for s in output_slots for m in s.members}
-    for g, members in temp_groups:
-        size = group_size[g]
-        slot = operand_share(members, size) if members[0].start in ends_in_outputs else None
-        if slot is None and be.temps_in_outputs:
-            k = outputs.find(bisect.bisect_left(output_sizes, size), members, handoff)
-            if k >= 0:
-                slot = output_slots[k]
-        if slot is None:
-            delayed.append((g, members))  # to the heap simulator
-            continue
-        outputs.add(position[slot.id], members)
-        for m in members:
-            ends_in_outputs.add(m.end)
-        slot_of[g] = slot
+    # Each group of temporaries, largest first, into an output's or a donated parameter's
+    # allocation where one takes it: an operand's that dies where it is defined
+    # (operand_share), else the first that fits (outputs.find); the others to the heap
+    # simulator. In C with the compiled table (the rules, handoff and _dying's element case,
+    # called back); the Python loop is the reference.
+    if isinstance(outputs, _CompiledOutputTable):
+        placed = outputs.table.place_temps(
+            [members for _, members in temp_groups], [g for g, _ in temp_groups],
+            [group_size[g] for g, _ in temp_groups], output_sizes,
+            [s.group for s in output_slots], values, group_of, instr_at, trees, handoff,
+            _dying, be.temps_in_outputs)
+        for (g, members), k in zip(temp_groups, placed):
+            if k < 0:
+                delayed.append((g, members))
+            else:
+                slot_of[g] = output_slots[k]
+    else:
+        # The steps where a value of an output's or a donated parameter's allocation ends:
+        # only a group defined at one of them can take over such an operand (operand_share's
+        # first test, for all its operands at once; most groups are defined elsewhere).
+        ends_in_outputs = {m.end for s in output_slots for m in s.members}
+        for g, members in temp_groups:
+            size = group_size[g]
+            slot = operand_share(members, size) if members[0].start in ends_in_outputs \
+                else None
+            if slot is None and be.temps_in_outputs:
+                k = outputs.find(bisect.bisect_left(output_sizes, size), members, handoff)
+                if k >= 0:
+                    slot = output_slots[k]
+            if slot is None:
+                delayed.append((g, members))  # to the heap simulator
+                continue
+            outputs.add(position[slot.id], members)
+            for m in members:
+                ends_in_outputs.add(m.end)
+            slot_of[g] = slot
     outputs.finish()
 
     # The heap simulator replays the schedule: where a value is defined, a one-value buffer
