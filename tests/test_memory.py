@@ -425,6 +425,52 @@ def test_the_compiled_output_table_gives_the_python_analysis(path: str) -> None:
     assert runs[0] == runs[1]
 
 
+@needs_heaptree
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_the_compiled_values_are_the_python_ones(path: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """_heaptree.make_values makes every fixture's values, fused and unfused, as
+    liveness._make_values does: field by field, sources and op names too."""
+    from hloscope.analysis import liveness
+    module = hloscope.parse_file(path)
+    be = backend_for(module)
+    runs = []
+    for maker in (liveness._compiled_make_values, None):
+        with monkeypatch.context() as m:
+            m.setattr(liveness, "_compiled_make_values", maker)
+            runs.append([[(v, v.op_name, v.source) for v in a.values]
+                         for a in (analyze(module, be), unfused_analysis(module, be)[0])])
+    assert runs[0] == runs[1]
+
+
+@needs_heaptree
+def test_the_compiled_values_refuse_bad_input() -> None:
+    from hloscope.analysis import _heaptree, liveness
+    from hloscope.hlo.shape import parse_shape
+    shape = parse_shape("f32[2]{0}")
+    instr = hloscope.parse("HloModule m\n\nENTRY e {\n  ROOT p = f32[2]{0} parameter(0)\n}\n"
+                           ).entry.root
+
+    def make(defs, uses, **kw):  # type: ignore[no-untyped-def]
+        return _heaptree.make_values(defs, uses, set(), set(), "e", 5, liveness._new_value,
+                                     kw.get("source_of", lambda i: ""),
+                                     kw.get("facts_of", lambda s: ("t", 8, 8, 8, 0, False)))
+    # An entry parameter starts at 0 and lives to the end; the facts are asked once.
+    asked: list[object] = []
+    values = make([("e", instr, (), shape, 3)] * 2, [4, 4],
+                  facts_of=lambda s: asked.append(s) or ("t", 8, 8, 8, 0, False))
+    assert [(v.id, v.start, v.end, v.size) for v in values] == [(0, 0, 5, 8), (1, 0, 5, 8)]
+    assert asked == [shape]
+    with pytest.raises(ValueError):
+        make([("e", instr, (), shape, 3)], [])
+    with pytest.raises(TypeError):
+        make([("e", instr, (), shape)], [4])
+    with pytest.raises(TypeError):
+        make([("e", instr, (), shape, 3)], [4], facts_of=lambda s: ("t", 8))
+    with pytest.raises(ZeroDivisionError):  # a callback's own error comes through
+        make([("e", instr, (), shape, 3)], [4], source_of=lambda i: 1 // 0)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 120), st.integers(0, 60)),
                                    min_size=1, max_size=3),

@@ -1032,7 +1032,126 @@ static PyTypeObject OutputTableType = {
     .tp_new = output_table_new,
 };
 
+/* ---- make_values: analyze's loop that makes the Values, in C -------------------------------
+ * make_values(defs, uses, live_out, aliased, entry_name, end, new_value, source_of,
+ * facts_of) -> the Values, by id: what analyze's Python loop (the reference, _make_values)
+ * makes from the builder's definitions (computation, instruction, index, shape, start) and
+ * last uses. An entry parameter's value starts at 0 and (unless donated: in aliased) lives
+ * to the end, as does a live-out value. source_of(instr) and facts_of(shape) are asked once
+ * per metadata object and per shape object: (text, logical, padded, size, memory space,
+ * is_table). */
+static PyObject *parameter_name = NULL, *opcode_name = NULL, *metadata_name = NULL,
+                *op_name_name = NULL, *name_name = NULL, *empty_str = NULL;
+
+/* memo[address of key] or fn(arg) stored there; a new reference. */
+static PyObject *memo_call(PyObject *memo, PyObject *key, PyObject *fn, PyObject *arg) {
+    PyObject *address = PyLong_FromVoidPtr(key);
+    if (!address) return NULL;
+    PyObject *got = PyDict_GetItemWithError(memo, address);
+    if (got) {
+        Py_DECREF(address);
+        return Py_NewRef(got);
+    }
+    if (PyErr_Occurred() || !(got = PyObject_CallOneArg(fn, arg))) {
+        Py_DECREF(address);
+        return NULL;
+    }
+    int stored = PyDict_SetItem(memo, address, got);
+    Py_DECREF(address);
+    if (stored < 0) { Py_DECREF(got); return NULL; }
+    return got;
+}
+
+static PyObject *make_values(PyObject *self, PyObject *args) {
+    PyObject *defs, *uses, *live_out, *aliased, *entry_name, *new_value, *source_of, *facts_of;
+    Py_ssize_t end;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!UnOOO", &PyList_Type, &defs, &PyList_Type, &uses,
+                          &PySet_Type, &live_out, &PySet_Type, &aliased, &entry_name, &end,
+                          &new_value, &source_of, &facts_of))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(defs);
+    if (PyList_GET_SIZE(uses) != n) {
+        PyErr_SetString(PyExc_ValueError, "one last use per definition");
+        return NULL;
+    }
+    PyObject *out = PyList_New(n), *sources = PyDict_New(), *facts = PyDict_New();
+    PyObject *result = NULL;
+    if (!out || !sources || !facts) goto done;
+    for (Py_ssize_t vid = 0; vid < n; vid++) {
+        PyObject *d = PyList_GET_ITEM(defs, vid);
+        if (!PyTuple_Check(d) || PyTuple_GET_SIZE(d) != 5) {
+            PyErr_SetString(PyExc_TypeError, "a definition is (computation, instruction, "
+                            "index, shape, start)");
+            goto done;
+        }
+        PyObject *comp = PyTuple_GET_ITEM(d, 0), *instr = PyTuple_GET_ITEM(d, 1),
+                 *index = PyTuple_GET_ITEM(d, 2), *shape = PyTuple_GET_ITEM(d, 3);
+        PyObject *start = Py_NewRef(PyTuple_GET_ITEM(d, 4));
+        PyObject *last = Py_NewRef(PyList_GET_ITEM(uses, vid));
+        PyObject *id = PyLong_FromSsize_t(vid), *end_obj = NULL, *opcode = NULL, *md = NULL,
+                 *name = NULL, *source = NULL, *fact = NULL, *op_name = NULL, *made = NULL;
+        if (!id) goto fail;
+        opcode = PyObject_GetAttr(instr, opcode_name);
+        if (!opcode) goto fail;
+        int entry_parameter = PyUnicode_Check(opcode) &&
+            PyUnicode_Compare(opcode, parameter_name) == 0 &&
+            PyUnicode_Check(comp) && PyUnicode_Compare(comp, entry_name) == 0;
+        int out_of_program = PySet_Contains(live_out, id);
+        if (out_of_program < 0) goto fail;
+        if (entry_parameter) {
+            Py_SETREF(start, PyLong_FromLong(0));
+            if (!start) goto fail;
+            int donated = PySet_Contains(aliased, id);
+            if (donated < 0) goto fail;
+            if (!donated) out_of_program = 1;
+        }
+        if (out_of_program) {
+            end_obj = PyLong_FromSsize_t(end);
+            if (!end_obj) goto fail;
+            Py_SETREF(last, Py_NewRef(end_obj));
+        }
+        md = PyObject_GetAttr(instr, metadata_name);
+        name = md ? PyObject_GetAttr(instr, name_name) : NULL;
+        source = name ? memo_call(sources, md, source_of, instr) : NULL;
+        fact = source ? memo_call(facts, shape, facts_of, shape) : NULL;
+        if (!fact) goto fail;
+        if (!PyTuple_Check(fact) || PyTuple_GET_SIZE(fact) != 6) {
+            PyErr_SetString(PyExc_TypeError, "facts_of gives (text, logical, padded, size, "
+                            "memory space, is_table)");
+            goto fail;
+        }
+        op_name = md == Py_None ? Py_NewRef(empty_str) : PyObject_GetAttr(md, op_name_name);
+        if (!op_name) goto fail;
+        PyObject *fields[14] = {id, name, comp, index, PyTuple_GET_ITEM(fact, 0),
+                                PyTuple_GET_ITEM(fact, 1), PyTuple_GET_ITEM(fact, 2),
+                                PyTuple_GET_ITEM(fact, 3), start, last,
+                                PyTuple_GET_ITEM(fact, 4), PyTuple_GET_ITEM(fact, 5), op_name,
+                                source};
+        made = PyObject_Vectorcall(new_value, fields, 14, NULL);
+        if (!made) goto fail;
+        PyList_SET_ITEM(out, vid, made);
+        Py_DECREF(start); Py_DECREF(last); Py_DECREF(id); Py_XDECREF(end_obj);
+        Py_DECREF(opcode); Py_DECREF(md); Py_DECREF(name); Py_DECREF(source);
+        Py_DECREF(fact); Py_DECREF(op_name);
+        continue;
+    fail:
+        Py_XDECREF(start); Py_XDECREF(last); Py_XDECREF(id); Py_XDECREF(end_obj);
+        Py_XDECREF(opcode); Py_XDECREF(md); Py_XDECREF(name); Py_XDECREF(source);
+        Py_XDECREF(fact); Py_XDECREF(op_name);
+        goto done;
+    }
+    result = Py_NewRef(out);
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(sources);
+    Py_XDECREF(facts);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"make_values", make_values, METH_VARARGS,
+     "make_values(defs, uses, live_out, aliased, entry_name, end, new_value, source_of, "
+     "facts_of) -> the Values by id: liveness._make_values' loop, compiled."},
 
     {"place", place, METH_VARARGS,
      "place(ranges, sizes, alignment, give_up) -> (offsets, heap), or None where the heap "
@@ -1054,6 +1173,15 @@ PyMODINIT_FUNC PyInit__heaptree(void) {
     index_name = PyUnicode_InternFromString("index");
     operands_name = PyUnicode_InternFromString("operands");
     empty_tuple = PyTuple_New(0);
+    parameter_name = PyUnicode_InternFromString("parameter");
+    opcode_name = PyUnicode_InternFromString("opcode");
+    metadata_name = PyUnicode_InternFromString("metadata");
+    op_name_name = PyUnicode_InternFromString("op_name");
+    name_name = PyUnicode_InternFromString("name");
+    empty_str = PyUnicode_InternFromString("");
+    if (!parameter_name || !opcode_name || !metadata_name || !op_name_name || !name_name ||
+            !empty_str)
+        return NULL;
     if (!start_name || !end_name || !computation_name || !instruction_name || !index_name ||
             !operands_name || !empty_tuple || PyType_Ready(&OutputTableType) < 0)
         return NULL;

@@ -1,10 +1,16 @@
 """Types of the compiled placement loop and output table (_heaptree.c); heap._place_tree and
 liveness._OutputTable are the references (and _assign's loop over the temporaries that of
-OutputTable.place_temps)."""
+OutputTable.place_temps, liveness._make_values that of make_values)."""
 from typing import Any, Callable, Optional, Sequence
 
 from hloscope.analysis.liveness import Value
 from hloscope.hlo.ir import Instruction
+
+def make_values(defs: list[tuple[str, Instruction, Any, Any, int]], uses: list[int],
+                live_out: set[int], aliased: set[int], entry_name: str, end: int,
+                new_value: Callable[..., Value], source_of: Callable[[Instruction], str],
+                facts_of: Callable[[Any], tuple[str, int, int, int, int, bool]]
+                ) -> list[Value]: ...
 
 def place(ranges: list[tuple[tuple[int, int], ...]], sizes: list[int], alignment: int,
           give_up: int) -> tuple[list[int], int] | None: ...

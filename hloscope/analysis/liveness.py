@@ -349,6 +349,7 @@ def _wrapped_tables(instr: Instruction) -> list[tuple[Index, Shape]]:
 _new_value = fast_constructor(Value)
 _new_buffer = fast_constructor(Buffer)
 _new_interval = fast_constructor(Interval)
+_new_live_value = fast_constructor(LiveValue)
 
 
 class _Builder:
@@ -573,46 +574,73 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
     end = len(b.schedule)
     live_out = set(root.values())
     aliased = _entry_aliases(module, b, root)
-    values: list[Value] = []
     intern = sys.intern  # one source text per line, not one per value
-    # Instructions share metadata objects (the parser makes one per distinct text): each
-    # one's source text found once, by the object's id (every object stays alive, held by
-    # its instructions, while the loop runs).
-    source_of: dict[int, str] = {}
-    # What a value takes from its shape, found once per shape object (the parser makes one
-    # per distinct text, shared by the instructions of that shape).
+
+    def source_of(instr: Instruction) -> str:
+        loc = module.source_location(instr)
+        return intern(f"{loc.file}:{loc.line}") if loc and loc.file else ""
+
+    def facts_of(shape: Shape) -> tuple[str, int, int, int, int, bool]:
+        return (str(shape), shape.logical_bytes, shape.padded_bytes, be.value_bytes(shape),
+                shape.layout.memory_space if shape.layout else 0, shape.is_tuple)
+
+    values = (_make_values if _compiled_make_values is None else _compiled_make_values)(
+        b.defs, b.uses, live_out, aliased, module.entry_name, end, _new_value, source_of,
+        facts_of)
+    # Every value is made: what the builder kept per value goes now, before the assignment
+    # (the peak of a large module's analysis).
+    b.defs, b.uses = [], []
+    return _assign(module, be, tuple(b.schedule), tuple(values), b, live_out, end,
+                   frozenset(aliased))
+
+
+def _make_values(defs: list[tuple[str, Instruction, Index, Shape, int]], uses: list[int],
+                 live_out: set[int], aliased: set[int], entry_name: str, end: int,
+                 new_value: Callable[..., Value], source_of: Callable[[Instruction], str],
+                 facts_of: Callable[[Shape], tuple[str, int, int, int, int, bool]]
+                 ) -> list[Value]:
+    """The values, by id, from the builder's definitions and last uses. A read-only entry
+    parameter lives for the whole program; one that an output aliases (donated, in
+    ``aliased``) only until its last read, after which its buffer may hold other values
+    (HloLiveRange's rule); a live-out value to the end. ``source_of`` and ``facts_of`` are
+    asked once per metadata object and per shape object (the parser makes one per distinct
+    text, shared by the instructions; every object stays alive, held by its instructions,
+    while the loop runs). _heaptree.make_values is this loop in C."""
+    values: list[Value] = []
+    sources: dict[int, str] = {}
     shape_facts: dict[int, tuple[str, int, int, int, int, bool]] = {}
-    for vid, (comp, instr, index, shape, start) in enumerate(b.defs):
-        last = b.uses[vid]
-        if instr.opcode == "parameter" and comp == module.entry_name:
-            # A read-only parameter lives for the whole program; one that an output aliases
-            # (donated) only until its last read, after which its buffer may hold other
-            # values (HloLiveRange's rule).
+    for vid, (comp, instr, index, shape, start) in enumerate(defs):
+        last = uses[vid]
+        if instr.opcode == "parameter" and comp == entry_name:
             start = 0
             if vid not in aliased:
                 last = end
         if vid in live_out:
             last = end
         md = instr.metadata
-        source = source_of.get(id(md))
+        source = sources.get(id(md))
         if source is None:
-            loc = module.source_location(instr)
-            source = source_of[id(md)] = \
-                intern(f"{loc.file}:{loc.line}") if loc and loc.file else ""
+            source = sources[id(md)] = source_of(instr)
         facts = shape_facts.get(id(shape))
         if facts is None:
-            facts = shape_facts[id(shape)] = (
-                str(shape), shape.logical_bytes, shape.padded_bytes, be.value_bytes(shape),
-                shape.layout.memory_space if shape.layout else 0, shape.is_tuple)
+            facts = shape_facts[id(shape)] = facts_of(shape)
         text, logical, padded, size, space, is_tuple = facts
-        values.append(_new_value(vid, instr.name, comp, index, text, logical, padded, size,
-                                 start, last, space, is_tuple, md.op_name if md else "",
-                                 source))
-    # Every value is made: what the builder kept per value goes now, before the assignment
-    # (the peak of a large module's analysis).
-    b.defs, b.uses = [], []
-    return _assign(module, be, tuple(b.schedule), tuple(values), b, live_out, end,
-                   frozenset(aliased))
+        values.append(new_value(vid, instr.name, comp, index, text, logical, padded, size,
+                                start, last, space, is_tuple, md.op_name if md else "",
+                                source))
+    return values
+
+
+def _compiled_values_maker() -> Optional[Callable[..., list[Value]]]:
+    """_heaptree.make_values, where the extension is built; else None."""
+    try:
+        from hloscope.analysis import _heaptree
+    except ImportError:  # pragma: no cover - installs without a C compiler
+        return None
+    return _heaptree.make_values
+
+
+_compiled_make_values = _compiled_values_maker()
 
 
 def _entry_aliases(module: Module, b: _Builder, root: Tree) -> set[int]:
@@ -1193,15 +1221,16 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
 
     peak_step = timeline.index(peak) if peak else 0
     at_peak = [m for s in slots if s.cls in (TEMP, OUTPUT) or s.aliased for m in s.members
-               if m.start <= peak_step <= m.end and not m.is_table
+               if m.start <= peak_step and peak_step <= m.end and not m.is_table
                and (s.cls == TEMP or (m.id not in live_out and
                                       (not s.aliased or group_of[m.id] != s.group)))]
     at_peak.sort(key=lambda m: (-m.size, m.instruction))
     # A temporary XLA keeps inside an output allocation is "temp-in-output", inside a donated
     # parameter's allocation (after the parameter's last read) "temp-in-donated": live, but
     # adding nothing to temp.
-    live_at_peak = tuple(LiveValue(m.instruction, m.index, _placement(slot_of[group_of[m.id]]),
-                                   m.shape, m.size, m.op_name, m.source)
+    live_at_peak = tuple(_new_live_value(m.instruction, m.index,
+                                         _placement(slot_of[group_of[m.id]]), m.shape, m.size,
+                                         m.op_name, m.source)
                          for m in at_peak)
     by_cls: dict[str, int] = {}
     alias_bytes = 0
