@@ -444,6 +444,52 @@ def test_the_compiled_values_are_the_python_ones(path: str,
 
 
 @needs_heaptree
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_the_compiled_heap_keys_are_the_python_ones(path: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """_heaptree.heap_keys' clock gives every fixture's heap buffers, fused and unfused, the
+    keys liveness._heap_keys gives them."""
+    from hloscope.analysis import liveness
+    module = hloscope.parse_file(path)
+    be = backend_for(module)
+    asked: list[tuple[object, ...]] = []
+
+    def both(*args):  # type: ignore[no-untyped-def]
+        asked.append(args)
+        return liveness._heap_keys(*args)
+    monkeypatch.setattr(liveness, "HEAP_KEYS", both)
+    analyze(module, be)
+    unfused_analysis(module, be)
+    for args in asked:
+        assert liveness._compiled_heap_keys(*args) == liveness._heap_keys(*args)
+
+
+@needs_heaptree
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 8),
+                                             st.integers(0, 4)), min_size=1, max_size=4),
+                          st.sampled_from([0, 4, 64])), min_size=1, max_size=25))
+def test_the_compiled_heap_keys_on_drawn_buffers(buffers) -> None:  # type: ignore[no-untyped-def]
+    """The same on drawn heap buffers: several values each (take-overs: a value starting
+    where another of its buffer ends), values that share a group, buffers of size 0, equal
+    starts and ends everywhere, xla ids out of value order."""
+    from hloscope.analysis import liveness
+    slots, group_of, xla_id = [], [], {}
+    vid = 0
+    for k, (spans, size) in enumerate(buffers):
+        s = liveness._Slot(k, "temp", size)
+        for start, length, group in spans:
+            v = _value(vid, start, start + length)
+            s.add(v)
+            group_of.append(min(vid, group))  # a root no later than the value
+            xla_id[vid] = (start % 5, (), -vid)
+            vid += 1
+        slots.append(s)
+    assert liveness._compiled_heap_keys(slots, group_of, xla_id) == \
+        liveness._heap_keys(slots, group_of, xla_id)
+
+
+@needs_heaptree
 def test_the_compiled_values_refuse_bad_input() -> None:
     from hloscope.analysis import _heaptree, liveness
     from hloscope.hlo.shape import parse_shape
@@ -469,6 +515,19 @@ def test_the_compiled_values_refuse_bad_input() -> None:
         make([("e", instr, (), shape, 3)], [4], facts_of=lambda s: ("t", 8))
     with pytest.raises(ZeroDivisionError):  # a callback's own error comes through
         make([("e", instr, (), shape, 3)], [4], source_of=lambda i: 1 // 0)
+    # heap_keys: one size per buffer, members in a non-empty list, an xla id per value.
+    v = _value(0, 1, 3)
+    assert _heaptree.heap_keys([[v]], [4], [0], {0: (0, (), 0)}) == [(0, 1, 1, 0)]
+    with pytest.raises(ValueError):
+        _heaptree.heap_keys([[v]], [], [0], {0: (0, (), 0)})
+    with pytest.raises(TypeError):
+        _heaptree.heap_keys([[]], [4], [0], {})
+    with pytest.raises(KeyError):
+        _heaptree.heap_keys([[v]], [4], [0], {})
+    with pytest.raises(IndexError):
+        _heaptree.heap_keys([[v]], [4], [], {0: (0, (), 0)})
+    with pytest.raises(TypeError):  # xla ids that do not compare
+        _heaptree.heap_keys([[v, _value(1, 1, 3)]], [4], [0, 1], {0: (0, (), 0), 1: "x"})
 
 
 @settings(max_examples=300, deadline=None)

@@ -1148,7 +1148,195 @@ done:
     return result;
 }
 
+/* ---- heap_keys: liveness._heap_keys' event clock, in C ---------------------------------------
+ * heap_keys(members, sizes, group_of, xla_id) -> per heap buffer k (members[k]: its values in
+ * member order, sizes[k] its size), (began, ended) of the value whose key leads (the least
+ * (began, xla id) of its members), the last of its members' ends and that value's id, in
+ * the heap simulator's clock: liveness._heap_keys (the reference) counts it so, which see. */
+typedef struct {
+    int64_t start, end;
+    Py_ssize_t vid, slot;
+    PyObject *key;  /* xla_id[vid], borrowed */
+} HMember;
+
+static int hk_error = 0;
+static PyObject *id_name = NULL;
+
+static int key_order(PyObject *a, PyObject *b) {
+    if (a == b || hk_error) return 0;  /* after an error, no more calls into Python */
+    int lt = PyObject_RichCompareBool(a, b, Py_LT);
+    if (lt < 0) { hk_error = 1; return 0; }
+    if (lt) return -1;
+    int gt = PyObject_RichCompareBool(b, a, Py_LT);
+    if (gt < 0) { hk_error = 1; return 0; }
+    return gt ? 1 : 0;
+}
+
+static const HMember *hk_members = NULL;
+
+/* by (start, end, xla id), over indices into hk_members */
+static int cmp_by_start(const void *a, const void *b) {
+    const HMember *x = &hk_members[*(const Py_ssize_t *)a], *y = &hk_members[*(const Py_ssize_t *)b];
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return key_order(x->key, y->key);
+}
+
+typedef struct { int64_t end; Py_ssize_t rank; } ByEnd;
+
+static int cmp_by_end(const void *a, const void *b) {
+    const ByEnd *x = a, *y = b;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static PyObject *heap_keys(PyObject *self, PyObject *args) {
+    PyObject *members, *sizes, *group_of, *xla_id;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &members, &PyList_Type, &sizes,
+                          &PyList_Type, &group_of, &PyDict_Type, &xla_id))
+        return NULL;
+    Py_ssize_t nslots = PyList_GET_SIZE(members), n = 0, ngroups = PyList_GET_SIZE(group_of);
+    if (PyList_GET_SIZE(sizes) != nslots) {
+        PyErr_SetString(PyExc_ValueError, "one size per heap buffer");
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < nslots; k++) {
+        PyObject *ms = PyList_GET_ITEM(members, k);
+        if (!PyList_Check(ms) || !PyList_GET_SIZE(ms)) {
+            PyErr_SetString(PyExc_TypeError, "each heap buffer's members: a non-empty list");
+            return NULL;
+        }
+        n += PyList_GET_SIZE(ms);
+    }
+    PyObject *result = NULL;
+    HMember *m = PyMem_Calloc(n ? n : 1, sizeof(HMember));
+    Py_ssize_t *first_of = PyMem_Calloc(nslots + 1, sizeof(Py_ssize_t));  /* slot -> members */
+    int64_t *size = PyMem_Calloc(nslots ? nslots : 1, sizeof(int64_t));
+    Py_ssize_t *by_start = PyMem_Calloc(n ? n : 1, sizeof(Py_ssize_t));
+    ByEnd *by_end = PyMem_Calloc(n ? n : 1, sizeof(ByEnd));
+    ByEnd *in_slot = PyMem_Calloc(n ? n : 1, sizeof(ByEnd));  /* per slot, by (end, order) */
+    int64_t *began = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
+    int64_t *ended = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
+    char *seen = PyMem_Calloc(ngroups ? ngroups : 1, 1), *started = PyMem_Calloc(nslots + 1, 1);
+    if (!m || !first_of || !size || !by_start || !by_end || !in_slot || !began || !ended ||
+            !seen || !started) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t at = 0;
+    for (Py_ssize_t k = 0; k < nslots; k++) {
+        size[k] = PyLong_AsLongLong(PyList_GET_ITEM(sizes, k));
+        if (size[k] == -1 && PyErr_Occurred()) goto done;
+        first_of[k] = at;
+        PyObject *ms = PyList_GET_ITEM(members, k);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(ms); j++, at++) {
+            PyObject *v = PyList_GET_ITEM(ms, j), *id = PyObject_GetAttr(v, id_name);
+            if (!id) goto done;
+            m[at].vid = PyLong_AsSsize_t(id);
+            m[at].key = PyDict_GetItemWithError(xla_id, id);
+            Py_DECREF(id);
+            if (m[at].vid == -1 && PyErr_Occurred()) goto done;
+            if (!m[at].key) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "a value without an xla id");
+                goto done;
+            }
+            if (m[at].vid < 0 || m[at].vid >= ngroups) {
+                PyErr_SetString(PyExc_IndexError, "a value id out of range");
+                goto done;
+            }
+            if (value_range(v, &m[at].start, &m[at].end) < 0) goto done;
+            m[at].slot = k;
+            by_start[at] = at;
+            in_slot[at] = (ByEnd){m[at].end, at};
+            began[at] = ended[at] = -1;
+        }
+    }
+    first_of[nslots] = n;
+    hk_members = m;
+    hk_error = 0;
+    qsort(by_start, n, sizeof(Py_ssize_t), cmp_by_start);
+    hk_members = NULL;
+    if (hk_error) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) by_end[i] = (ByEnd){m[by_start[i]].end, i};
+    qsort(by_end, n, sizeof(ByEnd), cmp_by_end);  /* by end, then start order */
+    for (Py_ssize_t k = 0; k < nslots; k++)
+        qsort(in_slot + first_of[k], first_of[k + 1] - first_of[k], sizeof(ByEnd), cmp_by_end);
+    int64_t clock = 0;
+    Py_ssize_t ia = 0, ib = 0;
+    while (ia < n || ib < n) {
+        int64_t step = ia < n ? m[by_start[ia]].start : INT64_MAX;
+        if (ib < n && by_end[ib].end < step) step = by_end[ib].end;
+        for (; ia < n && m[by_start[ia]].start == step; ia++) {
+            Py_ssize_t i = by_start[ia];
+            Py_ssize_t k = m[i].slot;
+            if (size[k] == 0) {
+                began[i] = ended[i] = clock;
+                continue;
+            }
+            Py_ssize_t g = PyLong_AsSsize_t(PyList_GET_ITEM(group_of, m[i].vid));
+            if (g == -1 && PyErr_Occurred()) goto done;
+            if (g < 0 || g >= ngroups) {
+                PyErr_SetString(PyExc_IndexError, "a group root out of range");
+                goto done;
+            }
+            if (!seen[g] && started[k]) {
+                /* it takes over an operand that dies here: that one is freed first */
+                ByEnd *lo = in_slot + first_of[k], *hi = in_slot + first_of[k + 1];
+                for (Py_ssize_t span = hi - lo; span > 0;) {  /* the first ending at step */
+                    Py_ssize_t half = span / 2;
+                    if (lo[half].end < step) { lo += half + 1; span -= half + 1; }
+                    else span = half;
+                }
+                for (; lo < hi && lo->end == step; lo++) {
+                    Py_ssize_t w = lo->rank;
+                    if (began[w] >= 0 && ended[w] < 0) {
+                        ended[w] = clock++;
+                        break;
+                    }
+                }
+            }
+            seen[g] = 1;
+            started[k] = 1;
+            began[i] = clock++;
+        }
+        for (; ib < n && by_end[ib].end == step; ib++) {
+            Py_ssize_t i = by_start[by_end[ib].rank];
+            if (ended[i] < 0) {
+                ended[i] = clock;
+                if (size[m[i].slot]) clock++;
+            }
+        }
+    }
+    PyObject *out = PyList_New(nslots);
+    if (!out) goto done;
+    for (Py_ssize_t k = 0; k < nslots; k++) {
+        Py_ssize_t first = first_of[k];
+        int64_t last_end = ended[first];
+        for (Py_ssize_t i = first + 1; i < first_of[k + 1]; i++) {
+            if (began[i] < began[first] ||
+                    (began[i] == began[first] && key_order(m[i].key, m[first].key) < 0))
+                first = i;
+            if (ended[i] > last_end) last_end = ended[i];
+        }
+        if (hk_error) { Py_DECREF(out); goto done; }
+        PyObject *row = Py_BuildValue("(LLLn)", (long long)began[first], (long long)ended[first],
+                                      (long long)last_end, m[first].vid);
+        if (!row) { Py_DECREF(out); goto done; }
+        PyList_SET_ITEM(out, k, row);
+    }
+    result = out;
+done:
+    PyMem_Free(m); PyMem_Free(first_of); PyMem_Free(size); PyMem_Free(by_start);
+    PyMem_Free(by_end); PyMem_Free(in_slot); PyMem_Free(began); PyMem_Free(ended);
+    PyMem_Free(seen); PyMem_Free(started);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"heap_keys", heap_keys, METH_VARARGS,
+     "heap_keys(members, sizes, group_of, xla_id) -> per heap buffer, (began, ended) of its "
+     "leading value, its members' last end and that value's id: liveness._heap_keys' clock, "
+     "compiled."},
     {"make_values", make_values, METH_VARARGS,
      "make_values(defs, uses, live_out, aliased, entry_name, end, new_value, source_of, "
      "facts_of) -> the Values by id: liveness._make_values' loop, compiled."},
@@ -1179,6 +1367,8 @@ PyMODINIT_FUNC PyInit__heaptree(void) {
     op_name_name = PyUnicode_InternFromString("op_name");
     name_name = PyUnicode_InternFromString("name");
     empty_str = PyUnicode_InternFromString("");
+    id_name = PyUnicode_InternFromString("id");
+    if (!id_name) return NULL;
     if (!parameter_name || !opcode_name || !metadata_name || !op_name_name || !name_name ||
             !empty_str)
         return NULL;

@@ -1,6 +1,7 @@
-"""Types of the compiled placement loop and output table (_heaptree.c); heap._place_tree and
-liveness._OutputTable are the references (and _assign's loop over the temporaries that of
-OutputTable.place_temps, liveness._make_values that of make_values)."""
+"""Types of the compiled parts of the analysis (_heaptree.c). The references: heap._place_tree
+(place), liveness._OutputTable (OutputTable), _assign's loop over the temporaries
+(OutputTable.place_temps), liveness._make_values (make_values), liveness._heap_keys
+(heap_keys)."""
 from typing import Any, Callable, Optional, Sequence
 
 from hloscope.analysis.liveness import Value
@@ -11,6 +12,9 @@ def make_values(defs: list[tuple[str, Instruction, Any, Any, int]], uses: list[i
                 new_value: Callable[..., Value], source_of: Callable[[Instruction], str],
                 facts_of: Callable[[Any], tuple[str, int, int, int, int, bool]]
                 ) -> list[Value]: ...
+
+def heap_keys(members: list[list[Value]], sizes: list[int], group_of: list[int],
+              xla_id: dict[int, Any]) -> list[tuple[int, int, int, int]]: ...
 
 def place(ranges: list[tuple[tuple[int, int], ...]], sizes: list[int], alignment: int,
           give_up: int) -> tuple[list[int], int] | None: ...

@@ -1210,7 +1210,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # the buffer's id): a post order, not the schedule (measured: with schedule order two
     # equal gpu buffers traded places and the heap grew by 4.5%).
     xla_id = {v.id: value_key(v) for s in heap_slots for v in s.members}
-    keys = _heap_keys(heap_slots, group_of, xla_id) if be.temps_in_outputs else {}
+    keys = HEAP_KEYS(heap_slots, group_of, xla_id) if be.temps_in_outputs else {}
     placement = pack([_new_interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),
                                     *keys.get(s.id, ((), ()))) for s in heap_slots],
                      be.alignment, be.heap_orders)
@@ -1352,6 +1352,27 @@ def _heap_keys(heap_slots: list["_Slot"], group_of: list[int],
         start = began[first.id]
         out[s.id] = ((-s.size, start - ended[first.id], key), (start - last_end, -s.size, key))
     return out
+
+
+def _compiled_heap_keys(heap_slots: list["_Slot"], group_of: list[int],
+                        xla_id: dict[int, tuple[int, Index, int]]
+                        ) -> dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]]:
+    """_heap_keys with its clock in C (_heaptree.heap_keys), the keys made here."""
+    from hloscope.analysis import _heaptree
+    rows = _heaptree.heap_keys([s.members for s in heap_slots], [s.size for s in heap_slots],
+                               group_of, xla_id)
+    out: dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+    for s, (start, first_end, last_end, vid) in zip(heap_slots, rows):
+        key = xla_id[vid]
+        out[s.id] = ((-s.size, start - first_end, key), (start - last_end, -s.size, key))
+    return out
+
+
+# The compiled clock where the extension is built; _heap_keys is the reference (tests
+# compare the two).
+HEAP_KEYS: Callable[[list["_Slot"], list[int], dict[int, tuple[int, Index, int]]],
+                    dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]]] = \
+    _compiled_heap_keys if _CompiledTable is not None else _heap_keys
 
 
 def partition_temps(order: list[tuple[bool, int]]) -> list[int]:
