@@ -407,8 +407,8 @@ def test_the_compiled_output_table_refuses_bad_input() -> None:
 @pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
 def test_the_compiled_output_table_gives_the_python_analysis(path: str) -> None:
     """Every fixture's fused and unfused analyses are the same, value by value and buffer by
-    buffer, with the compiled output table (and its loop over the temporaries, place_temps)
-    and with the Python ones."""
+    buffer, with the compiled output table (and its loop over the temporaries, place_temps,
+    and the heap simulator's, heap_takeovers) and with the Python ones."""
     from hloscope.analysis import liveness
     module = hloscope.parse_file(path)
     be = backend_for(module)

@@ -1332,7 +1332,136 @@ done:
     return result;
 }
 
+/* ---- heap_takeovers: the heap simulator's replay, in C -------------------------------------
+ * heap_takeovers(order, group_of, kind, instr_at, trees, values, handoff) -> [(group, taken
+ * over)]: for each group of the heap in the order its first value comes (order: the heap's
+ * values sorted by (start, end, id)), the group whose buffer it takes over, or -1: a group of
+ * one value (kind[root] 2; 1 for the heap's other groups) takes over the buffer of an
+ * operand of its instruction, read as itself, whose value dies where it is defined, is alone
+ * in its group in the heap, was not taken over before, and that handoff(u, v) lets it take
+ * (HeapSimulator::RunComputation). _assign's Python loop is the reference. */
+static PyObject *heap_takeovers(PyObject *self, PyObject *args) {
+    PyObject *order, *group_of, *kind, *instr_at, *trees, *values, *handoff;
+    if (!PyArg_ParseTuple(args, "O!O!YO!O!O!O", &PyList_Type, &order, &PyList_Type, &group_of,
+                          &kind, &PyDict_Type, &instr_at, &PyDict_Type, &trees, &PyTuple_Type,
+                          &values, &handoff))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(group_of);
+    if (PyByteArray_GET_SIZE(kind) != n || PyTuple_GET_SIZE(values) != n) {
+        PyErr_SetString(PyExc_ValueError, "one kind, group and value per value id");
+        return NULL;
+    }
+    const char *kinds = PyByteArray_AS_STRING(kind);
+    char *placed = PyMem_Calloc(n ? n : 1, 1), *taken = PyMem_Calloc(n ? n : 1, 1);
+    PyObject *out = PyList_New(0), *result = NULL;
+    if (!placed || !taken) { PyErr_NoMemory(); goto done; }
+    if (!out) goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(order); i++) {
+        PyObject *v = PyList_GET_ITEM(order, i), *vid_obj = PyObject_GetAttr(v, id_name);
+        if (!vid_obj) goto done;
+        Py_ssize_t vid = PyLong_AsSsize_t(vid_obj);
+        Py_DECREF(vid_obj);
+        if (vid == -1 && PyErr_Occurred()) goto done;
+        if (vid < 0 || vid >= n) { PyErr_SetString(PyExc_IndexError, "a value id out of range"); goto done; }
+        Py_ssize_t g = PyLong_AsSsize_t(PyList_GET_ITEM(group_of, vid));
+        if (g == -1 && PyErr_Occurred()) goto done;
+        if (g < 0 || g >= n) { PyErr_SetString(PyExc_IndexError, "a group root out of range"); goto done; }
+        if (placed[g]) continue;  /* the buffer's earlier value made its slot */
+        placed[g] = 1;
+        Py_ssize_t over = -1;
+        if (kinds[g] == 2) {
+            int64_t vs, ve;
+            if (value_range(v, &vs, &ve) < 0) goto done;
+            PyObject *comp = PyObject_GetAttr(v, computation_name);
+            PyObject *iname = comp ? PyObject_GetAttr(v, instruction_name) : NULL;
+            PyObject *key = iname ? PyTuple_Pack(2, comp, iname) : NULL;
+            PyObject *instr = key ? PyDict_GetItemWithError(instr_at, key) : NULL;
+            if (!instr && key && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, key);
+            PyObject *operands = instr ? PyObject_GetAttr(instr, operands_name) : NULL;
+            PyObject *seq = operands ? PySequence_Fast(operands, "operands must be a sequence")
+                                     : NULL;
+            Py_XDECREF(iname);
+            Py_XDECREF(key);
+            Py_XDECREF(operands);
+            int error = !seq;
+            for (Py_ssize_t j = 0; !error && j < PySequence_Fast_GET_SIZE(seq) && over < 0; j++) {
+                PyObject *op = PySequence_Fast_GET_ITEM(seq, j);
+                PyObject *tk = PyTuple_Pack(2, comp, op);
+                if (!tk) { error = 1; break; }
+                PyObject *tree = PyDict_GetItemWithError(trees, tk);
+                Py_DECREF(tk);
+                if (!tree) { error = PyErr_Occurred() != NULL; continue; }
+                PyObject *uid_obj = PyDict_GetItemWithError(tree, empty_tuple);
+                if (!uid_obj) { error = PyErr_Occurred() != NULL; continue; }
+                Py_ssize_t uid = PyLong_AsSsize_t(uid_obj);
+                if (uid == -1 && PyErr_Occurred()) { error = 1; break; }
+                if (uid < 0 || uid >= n) {
+                    PyErr_SetString(PyExc_IndexError, "a value id out of range");
+                    error = 1;
+                    break;
+                }
+                PyObject *u = PyTuple_GET_ITEM(values, uid);
+                /* _dying(v, op, u, elements=False): in v's computation, dying where v starts,
+                 * read as the defining instruction itself */
+                int64_t us, ue;
+                if (value_range(u, &us, &ue) < 0) { error = 1; break; }
+                if (ue != vs) continue;
+                int same = same_attr(v, u, computation_name);
+                if (same < 0) { error = 1; break; }
+                if (!same) continue;
+                PyObject *uinstr = PyObject_GetAttr(u, instruction_name);
+                PyObject *uindex = uinstr ? PyObject_GetAttr(u, index_name) : NULL;
+                int direct = -1;
+                if (uindex) {
+                    direct = uinstr == op ? 1 : PyObject_RichCompareBool(uinstr, op, Py_EQ);
+                    if (direct == 1)
+                        direct = PyTuple_Check(uindex) && PyTuple_GET_SIZE(uindex) == 0;
+                }
+                Py_XDECREF(uinstr);
+                Py_XDECREF(uindex);
+                if (direct < 0) { error = 1; break; }
+                if (!direct) continue;
+                Py_ssize_t ug = PyLong_AsSsize_t(PyList_GET_ITEM(group_of, uid));
+                if (ug == -1 && PyErr_Occurred()) { error = 1; break; }
+                if (ug < 0 || ug >= n) {
+                    PyErr_SetString(PyExc_IndexError, "a group root out of range");
+                    error = 1;
+                    break;
+                }
+                if (kinds[ug] == 0 || kinds[ug] != 2 || taken[uid]) continue;
+                int ok;
+                if (!call_truthy(handoff, u, v, &ok)) { error = 1; break; }
+                if (!ok) continue;
+                if (!placed[ug]) {
+                    PyObject *k = PyLong_FromSsize_t(ug);
+                    if (k) { PyErr_SetObject(PyExc_KeyError, k); Py_DECREF(k); }
+                    error = 1;
+                    break;
+                }
+                over = ug;
+                taken[uid] = 1;
+            }
+            Py_XDECREF(comp);
+            Py_XDECREF(seq);
+            if (error) goto done;
+        }
+        PyObject *row = Py_BuildValue("(nn)", g, over);
+        if (!row || PyList_Append(out, row) < 0) { Py_XDECREF(row); goto done; }
+        Py_DECREF(row);
+    }
+    result = Py_NewRef(out);
+done:
+    Py_XDECREF(out);
+    PyMem_Free(placed);
+    PyMem_Free(taken);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"heap_takeovers", heap_takeovers, METH_VARARGS,
+     "heap_takeovers(order, group_of, kind, instr_at, trees, values, handoff) -> [(group, "
+     "the group whose buffer it takes over or -1)]: the heap simulator's replay in "
+     "liveness._assign, compiled."},
     {"heap_keys", heap_keys, METH_VARARGS,
      "heap_keys(members, sizes, group_of, xla_id) -> per heap buffer, (began, ended) of its "
      "leading value, its members' last end and that value's id: liveness._heap_keys' clock, "

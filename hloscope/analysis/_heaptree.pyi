@@ -1,7 +1,7 @@
 """Types of the compiled parts of the analysis (_heaptree.c). The references: heap._place_tree
 (place), liveness._OutputTable (OutputTable), _assign's loop over the temporaries
 (OutputTable.place_temps), liveness._make_values (make_values), liveness._heap_keys
-(heap_keys)."""
+(heap_keys), _assign's heap simulator loop (heap_takeovers)."""
 from typing import Any, Callable, Optional, Sequence
 
 from hloscope.analysis.liveness import Value
@@ -15,6 +15,11 @@ def make_values(defs: list[tuple[str, Instruction, Any, Any, int]], uses: list[i
 
 def heap_keys(members: list[list[Value]], sizes: list[int], group_of: list[int],
               xla_id: dict[int, Any]) -> list[tuple[int, int, int, int]]: ...
+
+def heap_takeovers(order: list[Value], group_of: list[int], kind: bytearray,
+                   instr_at: dict[tuple[str, str], Instruction],
+                   trees: dict[tuple[str, str], dict[Any, int]], values: tuple[Value, ...],
+                   handoff: Callable[[Value, Value], bool]) -> list[tuple[int, int]]: ...
 
 def place(ranges: list[tuple[tuple[int, int], ...]], sizes: list[int], alignment: int,
           give_up: int) -> tuple[list[int], int] | None: ...

@@ -641,6 +641,18 @@ def _make_values(defs: list[tuple[str, Instruction, Index, Shape, int]], uses: l
     return values
 
 
+def _compiled_takeovers() -> Optional[Callable[..., list[tuple[int, int]]]]:
+    """_heaptree.heap_takeovers, where the extension is built; else None."""
+    try:
+        from hloscope.analysis import _heaptree
+    except ImportError:  # pragma: no cover - installs without a C compiler
+        return None
+    return _heaptree.heap_takeovers
+
+
+_heaptree_takeovers = _compiled_takeovers()
+
+
 def _compiled_values_maker() -> Optional[Callable[..., list[Value]]]:
     """_heaptree.make_values, where the extension is built; else None."""
     try:
@@ -1162,31 +1174,51 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # takes over a one-value operand buffer that dies there if the backend's rule allows
     # (HeapSimulator::RunComputation); every other buffer gets a heap slot of its own.
     sizes = {g: group_size[g] for g, _ in delayed}
-    single = {g for g, members in delayed if len(members) == 1}
-    in_heap = {v.id for _, members in delayed for v in members}
-    taken: set[int] = set()  # operands already taken over: they are not freed again
     group_members = dict(delayed)
-    for v in sorted((m for _, members in delayed for m in members),
-                    key=attrgetter("start", "end", "id")):
-        g = group_of[v.id]
-        if g in slot_of:
-            continue  # the buffer's earlier value made its slot
-        slot = None
-        if g in single:
-            for u in dying_operands(v, elements=False):
-                ug = group_of[u.id]
-                if u.id not in in_heap or ug not in single or u.id in taken or \
-                        not handoff(u, v):
-                    continue
-                slot = slot_of[ug]
-                taken.add(u.id)
-                break
-        if slot is None:
+    order = sorted((m for _, members in delayed for m in members),
+                   key=attrgetter("start", "end", "id"))
+    # First which buffer each group takes over (the group of a dying operand's value, or -1:
+    # a slot of its own), in C with the compiled table (the handoff rule called back); then
+    # the slots.
+    took: list[tuple[int, int]]
+    if isinstance(outputs, _CompiledOutputTable) and _heaptree_takeovers is not None:
+        kind = bytearray(len(values))  # a group root's: 2 single in the heap, 1 in the heap
+        for g, members in delayed:
+            kind[g] = 2 if len(members) == 1 else 1
+        took = _heaptree_takeovers(order, group_of, kind, instr_at, trees, values, handoff)
+    else:
+        single = {g for g, members in delayed if len(members) == 1}
+        in_heap = {v.id for _, members in delayed for v in members}
+        taken: set[int] = set()  # operands already taken over: they are not freed again
+        seen_groups: set[int] = set()
+        took = []
+        for v in order:
+            g = group_of[v.id]
+            if g in seen_groups:
+                continue  # the buffer's earlier value made its slot
+            seen_groups.add(g)
+            over = -1
+            if g in single:
+                for u in dying_operands(v, elements=False):
+                    ug = group_of[u.id]
+                    if u.id not in in_heap or ug not in single or u.id in taken or \
+                            not handoff(u, v):
+                        continue
+                    if ug not in seen_groups:
+                        raise KeyError(ug)
+                    over = ug
+                    taken.add(u.id)
+                    break
+            took.append((g, over))
+    for g, over in took:
+        if over < 0:
             slot = _Slot(len(slots), TEMP, sizes[g])
             slots.append(slot)
             heap_slots.append(slot)
-        elif slot.size < sizes[g]:
-            slot.size = sizes[g]
+        else:
+            slot = slot_of[over]
+            if slot.size < sizes[g]:
+                slot.size = sizes[g]
         for m in group_members[g]:
             slot.add(m)
         slot_of[g] = slot
