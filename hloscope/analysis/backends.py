@@ -489,18 +489,22 @@ def detect_backend(module: Module) -> tuple[str, str]:
     cpu; a module that shows none of these is read as cpu, and the reason says so."""
     tiled = ""
     gpu = cpu = ""
+    # The parser makes one Shape per distinct text: each shape object's layouts are looked at
+    # once, by the first instruction of that shape (the one the reason names).
+    shapes_seen: set[int] = set()
     for comp in module.computations:
         for i in comp.instructions:
-            lay = i.shape.layout
-            for shape in (i.shape.tuple_shapes if i.shape.is_tuple else (i.shape,)):
-                lay = shape.layout
-                if lay is None:
-                    continue
-                if lay.memory_space == 3:
-                    return "tpu-v4", f"{i.name} lives in S(3), on-chip memory (tpu-v4+)"
-                if not tiled and (lay.tiles or lay.memory_space):
-                    tiled = f"{i.name} has a tiled layout" if lay.tiles else \
-                        f"{i.name} lives in memory space S({lay.memory_space})"
+            if id(i.shape) not in shapes_seen:
+                shapes_seen.add(id(i.shape))
+                for shape in (i.shape.tuple_shapes if i.shape.is_tuple else (i.shape,)):
+                    lay = shape.layout
+                    if lay is None:
+                        continue
+                    if lay.memory_space == 3:
+                        return "tpu-v4", f"{i.name} lives in S(3), on-chip memory (tpu-v4+)"
+                    if not tiled and (lay.tiles or lay.memory_space):
+                        tiled = f"{i.name} has a tiled layout" if lay.tiles else \
+                            f"{i.name} lives in memory space S({lay.memory_space})"
             if tiled or gpu:
                 continue
             target = i.attribute("custom_call_target") if i.opcode == "custom-call" else None
@@ -512,10 +516,10 @@ def detect_backend(module: Module) -> tuple[str, str]:
                     cpu = f"custom call {target} ({i.name})"
             cfg = i.backend_config
             if isinstance(cfg, dict):
-                keys = GPU_CONFIG_KEYS.intersection(cfg)
-                if keys:
+                if not GPU_CONFIG_KEYS.isdisjoint(cfg):
+                    keys = GPU_CONFIG_KEYS.intersection(cfg)
                     gpu = f"backend_config key {sorted(keys)[0]} ({i.name})"
-                elif not cpu and CPU_CONFIG_KEYS.intersection(cfg):
+                elif not cpu and not CPU_CONFIG_KEYS.isdisjoint(cfg):
                     cpu = f"backend_config key {sorted(CPU_CONFIG_KEYS.intersection(cfg))[0]} " \
                         f"({i.name})"
     if tiled:
