@@ -1,9 +1,10 @@
-"""The two compiled parts: heap placement's inner loop (hloscope/analysis/_heaptree.c) and
-the parser's line match (hloscope/hlo/_speedups.c).
+"""The two compiled parts: the analysis' hot loops, heap placement's among them
+(hloscope/analysis/_heaptree.c), and the hlo layer's: the parser's line match, the
+constructors, the schedulers' orders and unfuse's loops (hloscope/hlo/_speedups.c).
 
 Both optional: where one does not build (no C compiler or Python headers), the install goes
-on and hloscope does the same work in Python (hloscope.analysis.heap, hloscope.hlo.parser's
-_read_line), slower, with the same results. Everything else about the package is in
+on and hloscope does the same work in Python (each compiled part names its Python reference),
+slower, with the same results. Everything else about the package is in
 pyproject.toml."""
 
 from setuptools import Extension, setup

@@ -1512,8 +1512,14 @@ def _post_order_positions(module: Module, roles: dict[str, str]
     in XLA's computation post order instead, the order XLA numbers its values in
     (HloDataflowAnalysis walks MakeComputationPostOrder, then each computation's
     MakeInstructionPostOrder: measured, the dumps' value ids follow it)."""
-    called = {c for comp in module.computations for i in comp.instructions
-              for c in i.called_computations}
+    # Each computation's callees, in one pass over the instructions.
+    callees_of: dict[str, list[str]] = {}
+    called: set[str] = set()
+    for comp in module.computations:
+        callees = [c for i in comp.instructions if i.called_computations
+                   for c in i.called_computations]
+        callees_of.setdefault(comp.name, callees)  # module.computation(name): the first
+        called.update(callees)
     order: list[str] = []
     seen: set[str] = set()
 
@@ -1528,9 +1534,7 @@ def _post_order_positions(module: Module, roles: dict[str, str]
                 continue
             seen.add(n)
             stack.append((n, True))
-            callees = [c for i in module.computation(n).instructions
-                       for c in i.called_computations]
-            for c in reversed(callees):  # the first callee is visited (and finished) first
+            for c in reversed(callees_of[n]):  # the first callee is visited (finished) first
                 stack.append((c, False))
 
     for comp in module.computations:
