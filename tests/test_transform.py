@@ -222,6 +222,10 @@ def test_the_compiled_orders_are_the_python_ones_on_every_fixture(path: str) -> 
                 transform._bfs_schedule(comp), comp.name
             assert transform._graph_order(comp.instructions, 1) == \
                 transform._post_order_names(comp), comp.name
+            # The post-order scheduler takes those names' instructions.
+            assert transform.post_order_schedule(comp) == transform._depth_first(
+                comp, transform._deps(comp, controls_first=True),
+                transform._operand_roots(comp)), comp.name
 
 
 @needs_graph_order

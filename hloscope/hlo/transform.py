@@ -556,8 +556,10 @@ def _operand_roots(comp: Computation) -> set[str]:
 
 
 def post_order_schedule(comp: Computation) -> list[Instruction]:
-    """Operands before users, first operand first: XLA's PostOrderMemoryScheduler."""
-    return _depth_first(comp, _deps(comp, controls_first=True), _operand_roots(comp))
+    """Operands before users, first operand first: XLA's PostOrderMemoryScheduler (the order
+    post_order_names gives, compiled where _speedups is built)."""
+    index = comp._index
+    return [index[n] for n in post_order_names(comp)]
 
 
 def post_order_names(comp: Computation) -> list[str]:
