@@ -222,6 +222,10 @@ def test_the_compiled_orders_are_the_python_ones_on_every_fixture(path: str) -> 
                 transform._bfs_schedule(comp), comp.name
             assert transform._graph_order(comp.instructions, 1) == \
                 transform._post_order_names(comp), comp.name
+            # graph_deps (C) gives _deps' lists, both ways round.
+            for controls_first in (False, True):
+                assert transform._deps(comp, controls_first) == \
+                    transform._deps_py(comp, controls_first), comp.name
             # The post-order scheduler takes those names' instructions.
             assert transform.post_order_schedule(comp) == transform._depth_first(
                 comp, transform._deps(comp, controls_first=True),
@@ -248,6 +252,8 @@ def test_the_compiled_orders_are_the_python_ones_on_drawn_graphs(ops) -> None:
     assert transform._graph_order(instrs, 0) == transform._bfs_schedule(comp)
     assert transform._graph_order(instrs, 1) == transform._post_order_names(comp)
     assert n == len(transform._post_order_names(comp))
+    for controls_first in (False, True):
+        assert transform._deps(comp, controls_first) == transform._deps_py(comp, controls_first)
 
 
 @needs_graph_order

@@ -928,6 +928,62 @@ done:
     return result;
 }
 
+/* graph_deps(instructions, controls_first) -> {name: [dependency names]}: transform._deps
+ * (the reference): each instruction's distinct operands, then its control predecessors
+ * (controls_first: the control predecessors last to first, then the operands), that are
+ * instructions of the computation; None where two instructions share a name. */
+static PyObject *graph_deps(PyObject *self, PyObject *args) {
+    PyObject *instrs;
+    int controls_first;
+    if (!PyArg_ParseTuple(args, "O!p", &PyTuple_Type, &instrs, &controls_first)) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(instrs);
+    PyObject *pos = PyDict_New(), *names = PyList_New(n), *result = NULL, *out = NULL;
+    Py_ssize_t *first = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *mark = PyMem_Calloc(n + 1, sizeof(Py_ssize_t));
+    Py_ssize_t capacity = 2 * n + 16, count = 0;
+    Py_ssize_t *deps = PyMem_Malloc(capacity * sizeof(Py_ssize_t));
+    if (!pos || !names || !first || !mark || !deps) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyObject_GetAttr(PyTuple_GET_ITEM(instrs, i), name_name);
+        if (!name) goto done;
+        PyList_SET_ITEM(names, i, name);
+        PyObject *k = PyLong_FromSsize_t(i);
+        if (!k || PyDict_SetItem(pos, name, k) < 0) { Py_XDECREF(k); goto done; }
+        Py_DECREF(k);
+    }
+    if (PyDict_GET_SIZE(pos) != n) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    out = PyDict_New();
+    if (!out) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        first[i] = count;
+        if (deps_of(PyTuple_GET_ITEM(instrs, i), i, pos, controls_first, &deps, &count,
+                    &capacity, mark, NULL) < 0)
+            goto done;
+        PyObject *list = PyList_New(count - first[i]);
+        if (!list) goto done;
+        for (Py_ssize_t j = first[i]; j < count; j++)
+            PyList_SET_ITEM(list, j - first[i], Py_NewRef(PyList_GET_ITEM(names, deps[j])));
+        int stored = PyDict_SetItem(out, PyList_GET_ITEM(names, i), list);
+        Py_DECREF(list);
+        if (stored < 0) goto done;
+    }
+    result = Py_NewRef(out);
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(pos);
+    Py_XDECREF(names);
+    PyMem_Free(first);
+    PyMem_Free(mark);
+    PyMem_Free(deps);
+    return result;
+}
+
 /* ------------------------------------------------------------------------------------------
  * unfuse's loops (transform._Expander), compiled; transform._inline_fusion, _merge_pass,
  * _merge_key and _needs_expansion are the references. An Instruction's fields are read from
@@ -1417,6 +1473,9 @@ static PyMethodDef methods[] = {
     {"graph_order", graph_order, METH_VARARGS,
      "graph_order(instructions, kind) -> list: bfs_schedule's instructions (kind 0) or "
      "post_order_names' names (kind 1), compiled; None where two share a name."},
+    {"graph_deps", graph_deps, METH_VARARGS,
+     "graph_deps(instructions, controls_first) -> {name: dependency names}: transform._deps, "
+     "compiled; None where two share a name."},
     {"needs_expansion", needs_expansion, METH_O,
      "needs_expansion(instructions) -> bool: transform._needs_expansion, compiled."},
     {"expand_fusion", (PyCFunction)(void (*)(void))expand_fusion, METH_FASTCALL,

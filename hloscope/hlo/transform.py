@@ -443,7 +443,17 @@ def _deps(comp: Computation, controls_first: bool = False) -> dict[str, list[str
     computation; ``controls_first``: the control predecessors last to first, then the
     operands (the order XLA's MakeInstructionPostOrder visits them in: its stack takes the
     operands last to first, then the control predecessors first to last; measured, a gpu loop
-    body whose fusions wait on one another by control edges numbers its values so)."""
+    body whose fusions wait on one another by control edges numbers its values so). Compiled
+    where _speedups is built (_speedups.graph_deps); _deps_py is the reference."""
+    if _graph_deps is not None and isinstance(comp.instructions, tuple):
+        made: Optional[dict[str, list[str]]] = _graph_deps(comp.instructions, controls_first)
+        if made is not None:  # None: two instructions share a name
+            return made
+    return _deps_py(comp, controls_first)
+
+
+def _deps_py(comp: Computation, controls_first: bool = False) -> dict[str, list[str]]:
+    """_deps in Python."""
     index = comp._index  # `o in comp`, without a method call per operand
     out: dict[str, list[str]] = {}
     for i in comp.instructions:
@@ -466,6 +476,19 @@ def _compiled_graph_order() -> Optional[Callable[[tuple[Instruction, ...], int],
 
 
 _graph_order = _compiled_graph_order()
+
+
+def _compiled_graph_deps() -> Optional[Callable[[tuple[Instruction, ...], bool],
+                                                Optional[dict[str, list[str]]]]]:
+    """_speedups.graph_deps, where the extension is built."""
+    try:
+        from hloscope.hlo import _speedups
+    except ImportError:  # pragma: no cover - installs without a C compiler
+        return None
+    return _speedups.graph_deps
+
+
+_graph_deps = _compiled_graph_deps()
 
 
 def bfs_schedule(comp: Computation) -> list[Instruction]:
