@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import sys
 from dataclasses import dataclass, field
+from itertools import accumulate
 from operator import attrgetter, itemgetter
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
@@ -1015,11 +1016,15 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     def created(s: _Slot) -> int:
         return min(post.get(m.computation, m.instruction, 0) for m in s.members)
 
+    xla_places, xla_offset, xla_size = xla_pos.places, xla_pos.offset, len(xla_pos)
+
     def value_key(v: Value) -> tuple[int, Index, int]:
         """Where XLA's value ids put ``v``: HloDataflowAnalysis numbers the values its
         instructions define in its post order (``xla_pos``), a tuple's elements in index
-        order."""
-        return (xla_pos.get(v.computation, v.instruction, len(xla_pos)), v.index, v.id)
+        order. (xla_pos.get inline: this runs once per heap value.)"""
+        places = xla_places.get(v.computation)
+        k = None if places is None else places.get(v.instruction)
+        return (xla_size if k is None else xla_offset[v.computation] + k, v.index, v.id)
 
     def buffer_key(members: list[Value]) -> tuple[int, tuple[int, Index, int]]:
         """Where XLA's buffer ids put a group, the last tie-break of BufferAssigner's sort (a
@@ -1228,14 +1233,15 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # least any packing can reach.
     diff = [0] * (end + 2)
     for s in heap_slots:
+        if len(s.members) == 1:  # most slots: _occupied's one range, inline
+            m = s.members[0]
+            diff[m.start] += s.size
+            diff[m.end + 1] -= s.size
+            continue
         for start, stop in _occupied(s.members):
             diff[start] += s.size
             diff[stop + 1] -= s.size
-    timeline: list[int] = []
-    live = 0
-    for t in range(end):
-        live += diff[t]
-        timeline.append(live)
+    timeline = list(accumulate(diff[:end]))  # the bytes live at each step
     peak = max(timeline, default=0)
 
     # XLA's value ids, the heap's last tie-break (GlobalDecreasingSizeBestFitHeap sorts by
