@@ -226,6 +226,14 @@ def test_the_compiled_orders_are_the_python_ones_on_every_fixture(path: str) -> 
             for controls_first in (False, True):
                 assert transform._deps(comp, controls_first) == \
                     transform._deps_py(comp, controls_first), comp.name
+            # depth_first (C) walks as the Python does, from the roots given or its own.
+            deps = transform._deps(comp)
+            for roots in (None, transform._operand_roots(comp)):
+                assert [i.name for i in transform._depth_first(comp, deps, roots)] == \
+                    transform._depth_first_names(comp, deps, roots), comp.name
+            # list_order (C) gives the Python list scheduler's order.
+            assert transform.list_schedule(comp) == transform._list_schedule_py(comp), \
+                comp.name
             # The post-order scheduler takes those names' instructions.
             assert transform.post_order_schedule(comp) == transform._depth_first(
                 comp, transform._deps(comp, controls_first=True),
@@ -273,6 +281,19 @@ def test_the_compiled_orders_take_lists_where_python_does() -> None:
     comp = Computation("c", instrs)
     assert transform._graph_order(instrs, 0) == transform._bfs_schedule(comp)
     assert transform._graph_order(instrs, 1) == transform._post_order_names(comp)
+
+
+@needs_graph_order
+def test_the_compiled_list_order_leaves_what_it_cannot_hold_to_python() -> None:
+    """list_order gives None (the Python runs) for sizes from 2**60 on, and refuses a size
+    list of another length."""
+    from hloscope.hlo import _speedups
+    comp = hloscope.parse("HloModule m\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n"
+                          "  ROOT n = f32[2]{0} negate(p)\n}\n").entry
+    assert _speedups.list_order(comp.instructions, [0, 8]) == list(comp.instructions)
+    assert _speedups.list_order(comp.instructions, [0, 2 ** 60]) is None
+    with pytest.raises(ValueError):
+        _speedups.list_order(comp.instructions, [0])
 
 
 @needs_graph_order

@@ -984,6 +984,272 @@ done:
     return result;
 }
 
+/* list_order(instructions, sizes) -> the instructions in transform.list_schedule's order
+ * (the reference), or None where two share a name or a size is not below 2**60: of the ready
+ * instructions, the one with the largest gain (the sizes of the operands it is the last user
+ * of, less its own size), the first in the text of equal ones; a waiting instruction's gain
+ * grows when an operand's other users have run, and it is pushed again. */
+typedef struct { int64_t neg_gain; Py_ssize_t at; } Ready;
+
+static void ready_push(Ready *h, Py_ssize_t *n, Ready r) {
+    Py_ssize_t i = (*n)++;
+    while (i > 0) {
+        Py_ssize_t parent = (i - 1) / 2;
+        Ready p = h[parent];
+        if (p.neg_gain < r.neg_gain || (p.neg_gain == r.neg_gain && p.at <= r.at)) break;
+        h[i] = p;
+        i = parent;
+    }
+    h[i] = r;
+}
+
+static Ready ready_pop(Ready *h, Py_ssize_t *n) {
+    Ready top = h[0], last = h[--(*n)];
+    Py_ssize_t i = 0;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && (h[c + 1].neg_gain < h[c].neg_gain ||
+                           (h[c + 1].neg_gain == h[c].neg_gain && h[c + 1].at < h[c].at)))
+            c++;
+        if (last.neg_gain < h[c].neg_gain ||
+                (last.neg_gain == h[c].neg_gain && last.at <= h[c].at))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n) h[i] = last;
+    return top;
+}
+
+static PyObject *list_order(PyObject *self, PyObject *args) {
+    PyObject *instrs, *sizes_obj;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &instrs, &PyList_Type, &sizes_obj))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(instrs);
+    if (PyList_GET_SIZE(sizes_obj) != n) {
+        PyErr_SetString(PyExc_ValueError, "one size per instruction");
+        return NULL;
+    }
+    PyObject *pos = PyDict_New(), *result = NULL;
+    Py_ssize_t *first = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *mark = PyMem_Calloc(n + 1, sizeof(Py_ssize_t));
+    Py_ssize_t capacity = 2 * n + 16, count = 0;
+    Py_ssize_t *deps = PyMem_Malloc(capacity * sizeof(Py_ssize_t));
+    int64_t *size = PyMem_Malloc((n + 1) * sizeof(int64_t));
+    int64_t *gain = PyMem_Malloc((n + 1) * sizeof(int64_t));
+    Py_ssize_t *missing = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *remaining = PyMem_Calloc(n + 2, sizeof(Py_ssize_t));
+    Py_ssize_t *ufirst = PyMem_Calloc(n + 2, sizeof(Py_ssize_t)), *users = NULL;
+    Py_ssize_t *order = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t)), done_count = 0;
+    char *is_ready = PyMem_Calloc(n + 1, 1);
+    Ready *heap = NULL;
+    Py_ssize_t heap_n = 0, heap_cap = 2 * n + 16;
+    if (!pos || !first || !mark || !deps || !size || !gain || !missing || !remaining ||
+            !ufirst || !order || !is_ready) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t limit = (int64_t)1 << 60;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyObject_GetAttr(PyTuple_GET_ITEM(instrs, i), name_name);
+        if (!name) goto done;
+        PyObject *k = PyLong_FromSsize_t(i);
+        int stored = k ? PyDict_SetItem(pos, name, k) : -1;
+        Py_DECREF(name);
+        Py_XDECREF(k);
+        if (stored < 0) goto done;
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(sizes_obj, i), &overflow);
+        if (v == -1 && PyErr_Occurred()) goto done;
+        if (overflow || v < 0 || v >= limit) { result = Py_NewRef(Py_None); goto done; }
+        size[i] = v;
+    }
+    if (PyDict_GET_SIZE(pos) != n) { result = Py_NewRef(Py_None); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        first[i] = count;
+        if (deps_of(PyTuple_GET_ITEM(instrs, i), i, pos, 0, &deps, &count, &capacity, mark,
+                    NULL) < 0)
+            goto done;
+        missing[i] = count - first[i];
+    }
+    first[n] = count;
+    /* users: each instruction's distinct users (a dependency is listed once per user) */
+    users = PyMem_Malloc((count + 1) * sizeof(Py_ssize_t));
+    heap = PyMem_Malloc(heap_cap * sizeof(Ready));
+    if (!users || !heap) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t j = 0; j < count; j++) ufirst[deps[j] + 2]++;
+    for (Py_ssize_t i = 0; i < n; i++) ufirst[i + 2] += ufirst[i + 1];
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (Py_ssize_t j = first[i]; j < first[i + 1]; j++) users[ufirst[deps[j] + 1]++] = i;
+    for (Py_ssize_t i = 0; i < n; i++) remaining[i] = ufirst[i + 1] - ufirst[i];
+#define MAKE_READY(x) do { \
+        int64_t g_ = -size[x]; \
+        for (Py_ssize_t j_ = first[x]; j_ < first[(x) + 1]; j_++) \
+            if (remaining[deps[j_]] == 1) g_ += size[deps[j_]]; \
+        gain[x] = g_; \
+        is_ready[x] = 1; \
+        if (heap_n == heap_cap) { \
+            Ready *more_ = PyMem_Realloc(heap, 2 * heap_cap * sizeof(Ready)); \
+            if (!more_) { PyErr_NoMemory(); goto done; } \
+            heap = more_; heap_cap *= 2; \
+        } \
+        ready_push(heap, &heap_n, (Ready){-g_, (x)}); \
+    } while (0)
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (missing[i] == 0) MAKE_READY(i);
+    while (heap_n) {
+        Ready r = ready_pop(heap, &heap_n);
+        Py_ssize_t x = r.at;
+        if (!is_ready[x] || gain[x] != -r.neg_gain) continue;  /* stale */
+        is_ready[x] = 0;
+        order[done_count++] = x;
+        for (Py_ssize_t j = first[x]; j < first[x + 1]; j++) {
+            Py_ssize_t o = deps[j];
+            if (--remaining[o] == 1)
+                for (Py_ssize_t k = ufirst[o]; k < ufirst[o + 1]; k++) {
+                    Py_ssize_t u = users[k];
+                    if (!is_ready[u]) continue;
+                    gain[u] += size[o];
+                    if (heap_n == heap_cap) {
+                        Ready *more = PyMem_Realloc(heap, 2 * heap_cap * sizeof(Ready));
+                        if (!more) { PyErr_NoMemory(); goto done; }
+                        heap = more;
+                        heap_cap *= 2;
+                    }
+                    ready_push(heap, &heap_n, (Ready){-gain[u], u});
+                }
+        }
+        for (Py_ssize_t k = ufirst[x]; k < ufirst[x + 1]; k++) {
+            Py_ssize_t u = users[k];
+            if (--missing[u] == 0) MAKE_READY(u);
+        }
+    }
+#undef MAKE_READY
+    result = PyList_New(done_count);
+    if (!result) goto done;
+    for (Py_ssize_t i = 0; i < done_count; i++)
+        PyList_SET_ITEM(result, i, Py_NewRef(PyTuple_GET_ITEM(instrs, order[i])));
+done:
+    Py_XDECREF(pos);
+    PyMem_Free(first); PyMem_Free(mark); PyMem_Free(deps); PyMem_Free(size);
+    PyMem_Free(gain); PyMem_Free(missing); PyMem_Free(remaining); PyMem_Free(ufirst);
+    PyMem_Free(users); PyMem_Free(order); PyMem_Free(is_ready); PyMem_Free(heap);
+    return result;
+}
+
+/* depth_first(instructions, deps, roots) -> transform._depth_first's order (the reference):
+ * from each root (roots: a set of names, or None: the instructions no deps list names), in
+ * text order, then from every instruction, a depth-first walk that puts every dependency, in
+ * deps order, before its user; None where two instructions share a name or a deps list
+ * names one that is not an instruction here. */
+static PyObject *depth_first(PyObject *self, PyObject *args) {
+    PyObject *instrs, *deps_obj, *roots;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyTuple_Type, &instrs, &PyDict_Type, &deps_obj,
+                          &roots))
+        return NULL;
+    if (roots != Py_None && !PyAnySet_Check(roots)) {
+        PyErr_SetString(PyExc_TypeError, "roots: a set of names, or None");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(instrs);
+    PyObject *pos = PyDict_New(), *names = PyList_New(n), *result = NULL;
+    Py_ssize_t *first = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *order = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t)), done_count = 0;
+    Py_ssize_t *work = PyMem_Calloc(2 * n + 1, sizeof(Py_ssize_t));
+    char *flag = PyMem_Calloc(n + 1, 1);
+    Py_ssize_t capacity = 2 * n + 16, count = 0;
+    Py_ssize_t *deps = PyMem_Malloc(capacity * sizeof(Py_ssize_t));
+    if (!pos || !names || !first || !order || !work || !flag || !deps) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyObject_GetAttr(PyTuple_GET_ITEM(instrs, i), name_name);
+        if (!name) goto done;
+        PyList_SET_ITEM(names, i, name);
+        PyObject *k = PyLong_FromSsize_t(i);
+        if (!k || PyDict_SetItem(pos, name, k) < 0) { Py_XDECREF(k); goto done; }
+        Py_DECREF(k);
+    }
+    if (PyDict_GET_SIZE(pos) != n || PyDict_GET_SIZE(deps_obj) != n) {
+        result = Py_NewRef(Py_None);  /* names twice, or deps of other instructions */
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        first[i] = count;
+        PyObject *list = PyDict_GetItemWithError(deps_obj, PyList_GET_ITEM(names, i));
+        if (!list) {
+            if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, PyList_GET_ITEM(names, i));
+            goto done;
+        }
+        PyObject *seq = PySequence_Fast(list, "a deps list must be a sequence");
+        if (!seq) goto done;
+        Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+        if (count + m > capacity) {
+            capacity = 2 * (count + m);
+            Py_ssize_t *more = PyMem_Realloc(deps, capacity * sizeof(Py_ssize_t));
+            if (!more) { Py_DECREF(seq); PyErr_NoMemory(); goto done; }
+            deps = more;
+        }
+        int outside = 0;
+        for (Py_ssize_t j = 0; j < m && !outside; j++) {
+            PyObject *at = PyDict_GetItemWithError(pos, PySequence_Fast_GET_ITEM(seq, j));
+            if (!at) {
+                if (PyErr_Occurred()) { Py_DECREF(seq); goto done; }
+                outside = 1;
+                break;
+            }
+            Py_ssize_t d = PyLong_AsSsize_t(at);
+            deps[count++] = d;
+            if (roots == Py_None) flag[d] |= 1;  /* named by a deps list: not a root */
+        }
+        Py_DECREF(seq);
+        if (outside) { result = Py_NewRef(Py_None); goto done; }
+    }
+    first[n] = count;
+    if (roots != Py_None)
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int is_root = PySet_Contains(roots, PyList_GET_ITEM(names, i));
+            if (is_root < 0) goto done;
+            if (!is_root) flag[i] |= 1;
+        }
+    Py_ssize_t *stack = work, *at = work + n;
+    for (int pass = 0; pass < 2; pass++) {
+        for (Py_ssize_t s0 = 0; s0 < n; s0++) {
+            if ((flag[s0] & 2) || (pass == 0 && (flag[s0] & 1))) continue;
+            flag[s0] |= 2;
+            Py_ssize_t depth = 1;
+            stack[0] = s0;
+            at[0] = 0;
+            while (depth) {
+                Py_ssize_t top = stack[depth - 1];
+                Py_ssize_t k = first[top] + at[depth - 1], end = first[top + 1];
+                while (k < end && (flag[deps[k]] & 2)) k++;
+                if (k == end) {
+                    order[done_count++] = top;
+                    depth--;
+                } else {
+                    at[depth - 1] = k + 1 - first[top];
+                    flag[deps[k]] |= 2;
+                    stack[depth] = deps[k];
+                    at[depth] = 0;
+                    depth++;
+                }
+            }
+        }
+    }
+    result = PyList_New(done_count);
+    if (!result) goto done;
+    for (Py_ssize_t i = 0; i < done_count; i++)
+        PyList_SET_ITEM(result, i, Py_NewRef(PyTuple_GET_ITEM(instrs, order[i])));
+done:
+    Py_XDECREF(pos);
+    Py_XDECREF(names);
+    PyMem_Free(first); PyMem_Free(order); PyMem_Free(work); PyMem_Free(flag); PyMem_Free(deps);
+    return result;
+}
+
 /* ------------------------------------------------------------------------------------------
  * unfuse's loops (transform._Expander), compiled; transform._inline_fusion, _merge_pass,
  * _merge_key and _needs_expansion are the references. An Instruction's fields are read from
@@ -1473,6 +1739,12 @@ static PyMethodDef methods[] = {
     {"graph_order", graph_order, METH_VARARGS,
      "graph_order(instructions, kind) -> list: bfs_schedule's instructions (kind 0) or "
      "post_order_names' names (kind 1), compiled; None where two share a name."},
+    {"depth_first", depth_first, METH_VARARGS,
+     "depth_first(instructions, deps, roots) -> transform._depth_first's order, compiled; "
+     "None where two share a name or a deps list names one not here."},
+    {"list_order", list_order, METH_VARARGS,
+     "list_order(instructions, sizes) -> transform.list_schedule's order, compiled; None "
+     "where two share a name or a size reaches 2**60."},
     {"graph_deps", graph_deps, METH_VARARGS,
      "graph_deps(instructions, controls_first) -> {name: dependency names}: transform._deps, "
      "compiled; None where two share a name."},

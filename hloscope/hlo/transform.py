@@ -491,6 +491,33 @@ def _compiled_graph_deps() -> Optional[Callable[[tuple[Instruction, ...], bool],
 _graph_deps = _compiled_graph_deps()
 
 
+def _compiled_list_order() -> Optional[Callable[[tuple[Instruction, ...], list[int]],
+                                                 Optional[list[Instruction]]]]:
+    """_speedups.list_order, where the extension is built."""
+    try:
+        from hloscope.hlo import _speedups
+    except ImportError:  # pragma: no cover - installs without a C compiler
+        return None
+    return _speedups.list_order
+
+
+_list_order = _compiled_list_order()
+
+
+def _compiled_depth_first() -> Optional[Callable[
+        [tuple[Instruction, ...], dict[str, list[str]], Optional[set[str]]],
+        Optional[list[Instruction]]]]:
+    """_speedups.depth_first, where the extension is built."""
+    try:
+        from hloscope.hlo import _speedups
+    except ImportError:  # pragma: no cover - installs without a C compiler
+        return None
+    return _speedups.depth_first
+
+
+_depth_first_c = _compiled_depth_first()
+
+
 def bfs_schedule(comp: Computation) -> list[Instruction]:
     """Breadth-first from the parameters (Kahn's algorithm with a FIFO queue, ties in text
     order): XLA's BFSMemoryScheduler, which XLA:CPU uses."""
@@ -527,7 +554,11 @@ def _depth_first(comp: Computation, deps: dict[str, list[str]],
     """XLA's MakeInstructionPostOrder: from each instruction no one uses (in text order;
     ``roots``, when given), a depth-first walk that emits every operand, in ``deps`` order,
     before its user; what those walks miss (nothing, in a well-formed computation) follows in
-    text order."""
+    text order. Compiled where _speedups is built (_speedups.depth_first)."""
+    if _depth_first_c is not None and isinstance(comp.instructions, tuple):
+        made: Optional[list[Instruction]] = _depth_first_c(comp.instructions, deps, roots)
+        if made is not None:  # None: two instructions share a name, or deps name others
+            return made
     index = comp._index
     return [index[n] for n in _depth_first_names(comp, deps, roots)]
 
@@ -611,6 +642,10 @@ def dfs_schedule(comp: Computation) -> list[Instruction]:
                                for n, d in deps.items()})
 
 
+# Ops that define no bytes of their own for the list scheduler: views and parameters.
+_NO_BYTES = frozenset({"bitcast", "get-tuple-element", "tuple", "parameter"})
+
+
 def _list_schedule_inputs(comp: Computation) -> tuple[
         dict[str, list[str]], dict[str, set[str]], dict[str, int], dict[str, int]]:
     """deps, users, the bytes each instruction defines (views and parameters none), and its
@@ -620,8 +655,8 @@ def _list_schedule_inputs(comp: Computation) -> tuple[
     for n, d in deps.items():
         for o in d:
             users[o].add(n)
-    size = {i.name: (0 if i.opcode in ("bitcast", "get-tuple-element", "tuple", "parameter")
-                     else i.shape.total_logical_bytes) for i in comp.instructions}
+    size = {i.name: (0 if i.opcode in _NO_BYTES else i.shape.total_logical_bytes)
+            for i in comp.instructions}
     position = {i.name: k for k, i in enumerate(comp.instructions)}
     return deps, users, size, position
 
@@ -633,7 +668,19 @@ def list_schedule(comp: Computation) -> list[Instruction]:
     while an instruction waits (an operand's other users run, and it becomes the last), so an
     instruction is pushed again when it grows and the older entry is skipped; not a scan of
     every ready instruction per step (``_list_schedule_scan``, the tests' oracle: quadratic
-    where a training step has thousands ready at once)."""
+    where a training step has thousands ready at once). Compiled where _speedups is built
+    (_speedups.list_order); _list_schedule_py is the reference."""
+    if _list_order is not None and isinstance(comp.instructions, tuple):
+        sizes = [0 if i.opcode in _NO_BYTES else i.shape.total_logical_bytes
+                 for i in comp.instructions]
+        made: Optional[list[Instruction]] = _list_order(comp.instructions, sizes)
+        if made is not None:  # None: two instructions share a name, or a size is huge
+            return made
+    return _list_schedule_py(comp)
+
+
+def _list_schedule_py(comp: Computation) -> list[Instruction]:
+    """list_schedule in Python."""
     deps, users, size, position = _list_schedule_inputs(comp)
     missing = {n: len(d) for n, d in deps.items()}
     remaining_users = {n: len(u) for n, u in users.items()}
