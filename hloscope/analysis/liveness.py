@@ -1247,8 +1247,9 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # XLA's value ids, the heap's last tie-break (GlobalDecreasingSizeBestFitHeap sorts by
     # the buffer's id): a post order, not the schedule (measured: with schedule order two
     # equal gpu buffers traded places and the heap grew by 4.5%).
-    xla_id = {v.id: value_key(v) for s in heap_slots for v in s.members}
-    keys = HEAP_KEYS(heap_slots, group_of, xla_id) if be.temps_in_outputs else {}
+    keys = HEAP_KEYS(heap_slots, group_of,
+                     {v.id: value_key(v) for s in heap_slots for v in s.members}) \
+        if be.temps_in_outputs else {}
     placement = pack([_new_interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),
                                     *keys.get(s.id, ((), ()))) for s in heap_slots],
                      be.alignment, be.heap_orders)
