@@ -1247,9 +1247,10 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # XLA's value ids, the heap's last tie-break (GlobalDecreasingSizeBestFitHeap sorts by
     # the buffer's id): a post order, not the schedule (measured: with schedule order two
     # equal gpu buffers traded places and the heap grew by 4.5%).
+    # (First fit, libtpu's order, reads no key.)
     keys = HEAP_KEYS(heap_slots, group_of,
                      {v.id: value_key(v) for s in heap_slots for v in s.members}) \
-        if be.temps_in_outputs else {}
+        if be.temps_in_outputs and not _KEYED_ORDERS.isdisjoint(be.heap_orders) else {}
     placement = pack([_new_interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),
                                     *keys.get(s.id, ((), ()))) for s in heap_slots],
                      be.alignment, be.heap_orders)
@@ -1322,6 +1323,10 @@ def _sort_ties_apart(items: list[T], key: Callable[[T], Any],
             out.extend(sorted((item for _, item in keyed[start:stop]), key=tie_break))
         start = stop
     return out
+
+
+# The heap orders that sort by _heap_keys' keys (heap.pack's spatial and temporal orders).
+_KEYED_ORDERS = frozenset({"spatial", "temporal"})
 
 
 def _heap_keys(heap_slots: list["_Slot"], group_of: list[int],
