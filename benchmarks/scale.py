@@ -247,11 +247,11 @@ def main() -> int:
     a = ap.parse_args()
     from hloscope.analysis import heap, liveness
     from hloscope.hlo import ir, parser
-    print("heap placement and output-allocation search: " +
+    print("heap placement, output-allocation search and the assignment's loops: " +
           ("compiled (hloscope/analysis/_heaptree.c)"
            if heap._compiled_place is not None and liveness._CompiledTable is not None else
            "Python (the compiled loop is not built here)"))
-    print("parser's line match, constructors, graph orders, verify's memo key: " +
+    print("parser's line match, constructors, schedulers, verify's memo key, unfuse's loops: " +
           ("compiled (hloscope/hlo/_speedups.c)"
            if parser._read_line_compiled is not None and
            ir.new_instruction is not ir._new_instruction else
