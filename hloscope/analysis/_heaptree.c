@@ -784,6 +784,21 @@ static int same_attr(PyObject *v, PyObject *u, PyObject *name) {
     return same;
 }
 
+/* Does operand name `op` read the value u as its defining instruction itself (u is that
+ * instruction's value at index (), not an element of it)? 1, 0, or -1. */
+static int reads_itself(PyObject *u, PyObject *op) {
+    PyObject *uinstr = PyObject_GetAttr(u, instruction_name);
+    PyObject *uindex = uinstr ? PyObject_GetAttr(u, index_name) : NULL;
+    int direct = -1;
+    if (uindex) {
+        direct = uinstr == op ? 1 : PyObject_RichCompareBool(uinstr, op, Py_EQ);
+        if (direct == 1) direct = PyTuple_Check(uindex) && PyTuple_GET_SIZE(uindex) == 0;
+    }
+    Py_XDECREF(uinstr);
+    Py_XDECREF(uindex);
+    return direct;
+}
+
 typedef struct {
     PyObject *values, *group_of, *instr_at, *trees, *handoff, *dying;
     Py_ssize_t *alloc;        /* per group root: its output allocation, or -1 */
@@ -847,15 +862,7 @@ static Py_ssize_t operand_share(OutputTable *t, Temps *c, PyObject *members, con
         int same = same_attr(v, u, computation_name);
         if (same < 0) { found = -2; break; }
         if (!same) continue;
-        PyObject *uinstr = PyObject_GetAttr(u, instruction_name);
-        PyObject *uindex = uinstr ? PyObject_GetAttr(u, index_name) : NULL;
-        int direct = -1;
-        if (uindex) {
-            direct = uinstr == op ? 1 : PyObject_RichCompareBool(uinstr, op, Py_EQ);
-            if (direct == 1) direct = PyTuple_Check(uindex) && PyTuple_GET_SIZE(uindex) == 0;
-        }
-        Py_XDECREF(uinstr);
-        Py_XDECREF(uindex);
+        int direct = reads_itself(u, op);
         if (direct < 0) { found = -2; break; }
         if (!direct) {
             PyObject *got = PyObject_CallFunctionObjArgs(c->dying, v, op, u, Py_True, NULL);
@@ -1409,16 +1416,7 @@ static PyObject *heap_takeovers(PyObject *self, PyObject *args) {
                 int same = same_attr(v, u, computation_name);
                 if (same < 0) { error = 1; break; }
                 if (!same) continue;
-                PyObject *uinstr = PyObject_GetAttr(u, instruction_name);
-                PyObject *uindex = uinstr ? PyObject_GetAttr(u, index_name) : NULL;
-                int direct = -1;
-                if (uindex) {
-                    direct = uinstr == op ? 1 : PyObject_RichCompareBool(uinstr, op, Py_EQ);
-                    if (direct == 1)
-                        direct = PyTuple_Check(uindex) && PyTuple_GET_SIZE(uindex) == 0;
-                }
-                Py_XDECREF(uinstr);
-                Py_XDECREF(uindex);
+                int direct = reads_itself(u, op);
                 if (direct < 0) { error = 1; break; }
                 if (!direct) continue;
                 Py_ssize_t ug = PyLong_AsSsize_t(PyList_GET_ITEM(group_of, uid));

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Optional, TypeVar
 from hloscope.analysis.backends import Backend, backend_for
 from hloscope.analysis.heap import Interval, pack
 from hloscope.analysis.summary import computation_roles
+from hloscope.hlo.compiled import compiled
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Computation, Instruction, Module, fast_constructor
 from hloscope.hlo.shape import Shape
@@ -642,28 +643,11 @@ def _make_values(defs: list[tuple[str, Instruction, Index, Shape, int]], uses: l
     return values
 
 
-def _compiled_takeovers() -> Optional[Callable[..., list[tuple[int, int]]]]:
-    """_heaptree.heap_takeovers, where the extension is built; else None."""
-    try:
-        from hloscope.analysis import _heaptree
-    except ImportError:  # pragma: no cover - installs without a C compiler
-        return None
-    return _heaptree.heap_takeovers
-
-
-_heaptree_takeovers = _compiled_takeovers()
-
-
-def _compiled_values_maker() -> Optional[Callable[..., list[Value]]]:
-    """_heaptree.make_values, where the extension is built; else None."""
-    try:
-        from hloscope.analysis import _heaptree
-    except ImportError:  # pragma: no cover - installs without a C compiler
-        return None
-    return _heaptree.make_values
-
-
-_compiled_make_values = _compiled_values_maker()
+# The heap simulator's take-overs and the values' maker, compiled.
+_heaptree_takeovers: Optional[Callable[..., list[tuple[int, int]]]] = \
+    compiled("hloscope.analysis._heaptree", "heap_takeovers")
+_compiled_make_values: Optional[Callable[..., list[Value]]] = \
+    compiled("hloscope.analysis._heaptree", "make_values")
 
 
 def _entry_aliases(module: Module, b: _Builder, root: Tree) -> set[int]:

@@ -724,6 +724,56 @@ done:
     return status;
 }
 
+/* The depth-first walks of _depth_first_names over index arrays (instruction i's
+ * dependencies: deps[first[i]] to deps[first[i + 1]]): from each instruction flag marks a
+ * root (bit 1 clear), in order, then from every instruction, each dependency put before its
+ * user. flag's bit 2 marks the instructions done; work holds 2n; the order goes to order.
+ * Returns how many instructions it holds. */
+static Py_ssize_t post_order_walk(Py_ssize_t n, const Py_ssize_t *first, const Py_ssize_t *deps,
+                                  char *flag, Py_ssize_t *work, Py_ssize_t *order) {
+    Py_ssize_t *stack = work, *at = work + n, done_count = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (Py_ssize_t s = 0; s < n; s++) {
+            if ((flag[s] & 2) || (pass == 0 && (flag[s] & 1))) continue;
+            flag[s] |= 2;
+            Py_ssize_t depth = 1;
+            stack[0] = s;
+            at[0] = 0;
+            while (depth) {
+                Py_ssize_t top = stack[depth - 1];
+                Py_ssize_t k = first[top] + at[depth - 1], end = first[top + 1];
+                while (k < end && (flag[deps[k]] & 2)) k++;
+                if (k == end) {
+                    order[done_count++] = top;
+                    depth--;
+                } else {
+                    at[depth - 1] = k + 1 - first[top];
+                    flag[deps[k]] |= 2;
+                    stack[depth] = deps[k];
+                    at[depth] = 0;
+                    depth++;
+                }
+            }
+        }
+    }
+    return done_count;
+}
+
+/* Each instruction's name into names (a list of len(instrs)) and its position into pos: 1,
+ * 0 where two share a name, -1 with an exception set. */
+static int name_positions(PyObject *instrs, PyObject *names, PyObject *pos) {
+    Py_ssize_t n = PyTuple_GET_SIZE(instrs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyObject_GetAttr(PyTuple_GET_ITEM(instrs, i), name_name);
+        if (!name) return -1;
+        PyList_SET_ITEM(names, i, name);
+        PyObject *k = PyLong_FromSsize_t(i);
+        if (!k || PyDict_SetItem(pos, name, k) < 0) { Py_XDECREF(k); return -1; }
+        Py_DECREF(k);
+    }
+    return PyDict_GET_SIZE(pos) == n;
+}
+
 static PyObject *graph_order(PyObject *self, PyObject *args) {
     PyObject *instrs;
     int kind;
@@ -745,15 +795,9 @@ static PyObject *graph_order(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *name = PyObject_GetAttr(PyTuple_GET_ITEM(instrs, i), name_name);
-        if (!name) goto done;
-        PyList_SET_ITEM(names, i, name);
-        PyObject *k = PyLong_FromSsize_t(i);
-        if (!k || PyDict_SetItem(pos, name, k) < 0) { Py_XDECREF(k); goto done; }
-        Py_DECREF(k);
-    }
-    if (PyDict_GET_SIZE(pos) != n) {
+    int unique = name_positions(instrs, names, pos);
+    if (unique < 0) goto done;
+    if (!unique) {
         result = Py_NewRef(Py_None);
         goto done;
     }
@@ -786,33 +830,7 @@ static PyObject *graph_order(PyObject *self, PyObject *args) {
                 if (--missing[users[j]] == 0) order[done_count++] = users[j];
         }
     } else {
-        /* flag: 1 read as an operand (not a root); done: bit 2 */
-        Py_ssize_t *stack = work, *at = work + n;
-        for (int pass = 0; pass < 2; pass++) {
-            for (Py_ssize_t s = 0; s < n; s++) {
-                if ((flag[s] & 2) || (pass == 0 && (flag[s] & 1))) continue;
-                flag[s] |= 2;
-                Py_ssize_t depth = 0;
-                stack[0] = s;
-                at[0] = 0;
-                depth = 1;
-                while (depth) {
-                    Py_ssize_t top = stack[depth - 1];
-                    Py_ssize_t k = first[top] + at[depth - 1], end = first[top + 1];
-                    while (k < end && (flag[deps[k]] & 2)) k++;
-                    if (k == end) {
-                        order[done_count++] = top;
-                        depth--;
-                    } else {
-                        at[depth - 1] = k + 1 - first[top];
-                        flag[deps[k]] |= 2;
-                        stack[depth] = deps[k];
-                        at[depth] = 0;
-                        depth++;
-                    }
-                }
-            }
-        }
+        done_count = post_order_walk(n, first, deps, flag, work, order);
     }
     result = PyList_New(done_count);
     if (!result) goto done;
@@ -946,15 +964,9 @@ static PyObject *graph_deps(PyObject *self, PyObject *args) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *name = PyObject_GetAttr(PyTuple_GET_ITEM(instrs, i), name_name);
-        if (!name) goto done;
-        PyList_SET_ITEM(names, i, name);
-        PyObject *k = PyLong_FromSsize_t(i);
-        if (!k || PyDict_SetItem(pos, name, k) < 0) { Py_XDECREF(k); goto done; }
-        Py_DECREF(k);
-    }
-    if (PyDict_GET_SIZE(pos) != n) {
+    int unique = name_positions(instrs, names, pos);
+    if (unique < 0) goto done;
+    if (!unique) {
         result = Py_NewRef(Py_None);
         goto done;
     }
@@ -1164,15 +1176,9 @@ static PyObject *depth_first(PyObject *self, PyObject *args) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *name = PyObject_GetAttr(PyTuple_GET_ITEM(instrs, i), name_name);
-        if (!name) goto done;
-        PyList_SET_ITEM(names, i, name);
-        PyObject *k = PyLong_FromSsize_t(i);
-        if (!k || PyDict_SetItem(pos, name, k) < 0) { Py_XDECREF(k); goto done; }
-        Py_DECREF(k);
-    }
-    if (PyDict_GET_SIZE(pos) != n || PyDict_GET_SIZE(deps_obj) != n) {
+    int unique = name_positions(instrs, names, pos);
+    if (unique < 0) goto done;
+    if (!unique || PyDict_GET_SIZE(deps_obj) != n) {
         result = Py_NewRef(Py_None);  /* names twice, or deps of other instructions */
         goto done;
     }
@@ -1214,31 +1220,7 @@ static PyObject *depth_first(PyObject *self, PyObject *args) {
             if (is_root < 0) goto done;
             if (!is_root) flag[i] |= 1;
         }
-    Py_ssize_t *stack = work, *at = work + n;
-    for (int pass = 0; pass < 2; pass++) {
-        for (Py_ssize_t s0 = 0; s0 < n; s0++) {
-            if ((flag[s0] & 2) || (pass == 0 && (flag[s0] & 1))) continue;
-            flag[s0] |= 2;
-            Py_ssize_t depth = 1;
-            stack[0] = s0;
-            at[0] = 0;
-            while (depth) {
-                Py_ssize_t top = stack[depth - 1];
-                Py_ssize_t k = first[top] + at[depth - 1], end = first[top + 1];
-                while (k < end && (flag[deps[k]] & 2)) k++;
-                if (k == end) {
-                    order[done_count++] = top;
-                    depth--;
-                } else {
-                    at[depth - 1] = k + 1 - first[top];
-                    flag[deps[k]] |= 2;
-                    stack[depth] = deps[k];
-                    at[depth] = 0;
-                    depth++;
-                }
-            }
-        }
-    }
+    done_count = post_order_walk(n, first, deps, flag, work, order);
     result = PyList_New(done_count);
     if (!result) goto done;
     for (Py_ssize_t i = 0; i < done_count; i++)

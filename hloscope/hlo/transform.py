@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Sequence
 
+from hloscope.hlo.compiled import compiled
 from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import (Attribute, Computation, Instruction, Module, fast_constructor,
                               new_instruction)
@@ -465,57 +466,18 @@ def _deps_py(comp: Computation, controls_first: bool = False) -> dict[str, list[
     return out
 
 
-def _compiled_graph_order() -> Optional[Callable[[tuple[Instruction, ...], int], Any]]:
-    """_speedups.graph_order, where the extension is built: bfs_schedule's and
-    post_order_names' orders in C (the Python below is the reference)."""
-    try:
-        from hloscope.hlo import _speedups
-    except ImportError:  # pragma: no cover - installs without a C compiler
-        return None
-    return _speedups.graph_order
-
-
-_graph_order = _compiled_graph_order()
-
-
-def _compiled_graph_deps() -> Optional[Callable[[tuple[Instruction, ...], bool],
-                                                Optional[dict[str, list[str]]]]]:
-    """_speedups.graph_deps, where the extension is built."""
-    try:
-        from hloscope.hlo import _speedups
-    except ImportError:  # pragma: no cover - installs without a C compiler
-        return None
-    return _speedups.graph_deps
-
-
-_graph_deps = _compiled_graph_deps()
-
-
-def _compiled_list_order() -> Optional[Callable[[tuple[Instruction, ...], list[int]],
-                                                 Optional[list[Instruction]]]]:
-    """_speedups.list_order, where the extension is built."""
-    try:
-        from hloscope.hlo import _speedups
-    except ImportError:  # pragma: no cover - installs without a C compiler
-        return None
-    return _speedups.list_order
-
-
-_list_order = _compiled_list_order()
-
-
-def _compiled_depth_first() -> Optional[Callable[
-        [tuple[Instruction, ...], dict[str, list[str]], Optional[set[str]]],
-        Optional[list[Instruction]]]]:
-    """_speedups.depth_first, where the extension is built."""
-    try:
-        from hloscope.hlo import _speedups
-    except ImportError:  # pragma: no cover - installs without a C compiler
-        return None
-    return _speedups.depth_first
-
-
-_depth_first_c = _compiled_depth_first()
+_SPEEDUPS = "hloscope.hlo._speedups"
+# bfs_schedule's and post_order_names' orders, the dependency lists, the list scheduler's
+# order and the depth-first walk, compiled (the Python below is the reference of each).
+_graph_order: Optional[Callable[[tuple[Instruction, ...], int], Any]] = \
+    compiled(_SPEEDUPS, "graph_order")
+_graph_deps: Optional[Callable[[tuple[Instruction, ...], bool],
+                               Optional[dict[str, list[str]]]]] = compiled(_SPEEDUPS, "graph_deps")
+_list_order: Optional[Callable[[tuple[Instruction, ...], list[int]],
+                               Optional[list[Instruction]]]] = compiled(_SPEEDUPS, "list_order")
+_depth_first_c: Optional[Callable[[tuple[Instruction, ...], dict[str, list[str]],
+                                   Optional[set[str]]], Optional[list[Instruction]]]] = \
+    compiled(_SPEEDUPS, "depth_first")
 
 
 def bfs_schedule(comp: Computation) -> list[Instruction]:
