@@ -877,7 +877,7 @@ def test_the_compiled_memo_key_groups_instructions_as_the_python_one(path: str) 
     import os
 
     from hloscope.hlo import verify as verify_module
-    compiled = verify_module._compiled_like_key()
+    compiled = verify_module._compiled_like_key
     if compiled is None:
         if os.environ.get("HLOSCOPE_REQUIRE_COMPILED"):
             raise AssertionError("hloscope.hlo._speedups is not built")

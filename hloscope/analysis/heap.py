@@ -28,6 +28,8 @@ import heapq
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from hloscope.hlo.compiled import compiled
+
 
 @dataclass(frozen=True, slots=True)
 class Interval:
@@ -70,11 +72,7 @@ _C_EXACT = 1 << 62  # _heaptree places heaps below it (its 64-bit integers hold 
 # heap might pass _C_EXACT. Optional: where it is not built, Python's tree places.
 _CompiledPlace = Callable[[list[tuple[tuple[int, int], ...]], list[int], int, int],
                           Optional[tuple[list[int], int]]]
-_compiled_place: Optional[_CompiledPlace]
-try:
-    from hloscope.analysis._heaptree import place as _compiled_place
-except ImportError:  # pragma: no cover - exercised on installs without a C compiler
-    _compiled_place = None
+_compiled_place: Optional[_CompiledPlace] = compiled("hloscope.analysis._heaptree", "place")
 
 
 class _Timeline:

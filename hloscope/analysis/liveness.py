@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import attrgetter, itemgetter
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TypeVar
 
 from hloscope.analysis.backends import Backend, backend_for
 from hloscope.analysis.heap import Interval, pack
@@ -28,6 +28,9 @@ from hloscope.hlo.gcpause import gc_paused
 from hloscope.hlo.ir import Computation, Instruction, Module, fast_constructor
 from hloscope.hlo.shape import Shape
 from hloscope.hlo.transform import post_order_names
+
+if TYPE_CHECKING:
+    from hloscope.analysis import _heaptree
 
 PARAMETER, OUTPUT, CONSTANT, TEMP = "parameter", "output", "constant", "temp"
 # Instructions that define no value: they name (part of) their operand's.
@@ -904,12 +907,8 @@ class _CompiledOutputTable(_OutputTable):
             s.starts = [m.start for m in s.members]
 
 
-_CompiledTable: Optional[type["_heaptree.OutputTable"]]
-try:
-    from hloscope.analysis import _heaptree
-    _CompiledTable = _heaptree.OutputTable
-except ImportError:  # pragma: no cover - installs without a C compiler
-    _CompiledTable = None
+_CompiledTable: Optional[type["_heaptree.OutputTable"]] = \
+    compiled("hloscope.analysis._heaptree", "OutputTable")
 # Off: the reference (tests compare the two).
 OUTPUT_TABLE: type[_OutputTable] = _CompiledOutputTable if _CompiledTable is not None \
     else _OutputTable
@@ -1162,7 +1161,6 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # The heap simulator replays the schedule: where a value is defined, a one-value buffer
     # takes over a one-value operand buffer that dies there if the backend's rule allows
     # (HeapSimulator::RunComputation); every other buffer gets a heap slot of its own.
-    sizes = {g: group_size[g] for g, _ in delayed}
     group_members = dict(delayed)
     order = sorted((m for _, members in delayed for m in members),
                    key=attrgetter("start", "end", "id"))
@@ -1201,13 +1199,13 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             took.append((g, over))
     for g, over in took:
         if over < 0:
-            slot = _Slot(len(slots), TEMP, sizes[g])
+            slot = _Slot(len(slots), TEMP, group_size[g])
             slots.append(slot)
             heap_slots.append(slot)
         else:
             slot = slot_of[over]
-            if slot.size < sizes[g]:
-                slot.size = sizes[g]
+            if slot.size < group_size[g]:
+                slot.size = group_size[g]
         for m in group_members[g]:
             slot.add(m)
         slot_of[g] = slot
@@ -1386,8 +1384,8 @@ def _compiled_heap_keys(heap_slots: list["_Slot"], group_of: list[int],
                         xla_id: dict[int, tuple[int, Index, int]]
                         ) -> dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]]:
     """_heap_keys with its clock in C (_heaptree.heap_keys), the keys made here."""
-    from hloscope.analysis import _heaptree
-    rows = _heaptree.heap_keys([s.members for s in heap_slots], [s.size for s in heap_slots],
+    assert _heaptree_heap_keys is not None
+    rows = _heaptree_heap_keys([s.members for s in heap_slots], [s.size for s in heap_slots],
                                group_of, xla_id)
     out: dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
     for s, (start, first_end, last_end, vid) in zip(heap_slots, rows):
@@ -1398,9 +1396,11 @@ def _compiled_heap_keys(heap_slots: list["_Slot"], group_of: list[int],
 
 # The compiled clock where the extension is built; _heap_keys is the reference (tests
 # compare the two).
+_heaptree_heap_keys: Optional[Callable[..., list[tuple[int, int, int, int]]]] = \
+    compiled("hloscope.analysis._heaptree", "heap_keys")
 HEAP_KEYS: Callable[[list["_Slot"], list[int], dict[int, tuple[int, Index, int]]],
                     dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]]] = \
-    _compiled_heap_keys if _CompiledTable is not None else _heap_keys
+    _compiled_heap_keys if _heaptree_heap_keys is not None else _heap_keys
 
 
 def partition_temps(order: list[tuple[bool, int]]) -> list[int]:

@@ -17,6 +17,7 @@ import sys
 from typing import Callable, Optional
 
 from hloscope.hlo.attributes import parse_int_list
+from hloscope.hlo.compiled import compiled
 from hloscope.hlo.infer import BINARY, UNARY, dot_dims, padded_dims, padding_config
 from hloscope.hlo.ir import Computation, Instruction, Module
 from hloscope.hlo.parser import HloParseError
@@ -1460,18 +1461,11 @@ def _like_key(instr: Instruction, index: dict[str, Instruction], tails: tuple[st
                  *[id(a) if a.key != "metadata" else 0 for a in instr.attributes])
 
 
-def _compiled_like_key() -> Optional[Callable[[Instruction, dict[str, Instruction],
-                                                tuple[str, ...]],
-                                               tuple[Optional[list[Shape]],
-                                                     Optional[tuple[object, ...]]]]]:
-    try:
-        from hloscope.hlo import _speedups
-    except ImportError:  # pragma: no cover - installs without a C compiler
-        return None
-    return _speedups.like_key
-
-
-like_key = _compiled_like_key() or _like_key
+_compiled_like_key: Optional[Callable[[Instruction, dict[str, Instruction], tuple[str, ...]],
+                                      tuple[Optional[list[Shape]],
+                                            Optional[tuple[object, ...]]]]] = \
+    compiled("hloscope.hlo._speedups", "like_key")
+like_key = _compiled_like_key or _like_key
 
 
 def problems(module: Module) -> list[Problem]:
