@@ -308,6 +308,16 @@ def test_the_compiled_tree_hands_large_heaps_and_bad_input_back() -> None:
         _heaptree.place([((0, 1),)], [1, 2], 1, 1)
     with pytest.raises(ValueError):
         _heaptree.place([((0, 1),)], [1], 0, 1)
+    from array import array
+    board = array("q", [1 << 62, 1 << 62])
+    assert _heaptree.place([((0, 1),)], [8], 1, 1 << 80, board, 1, 0, False) == ([0], 8)
+    assert list(board) == [8, 1 << 62]  # posted: every buffer placed
+    with pytest.raises(ValueError):  # not int64 items
+        _heaptree.place([((0, 1),)], [1], 1, 1, bytearray(16), 0, 1)
+    with pytest.raises(ValueError):  # a slot past the board
+        _heaptree.place([((0, 1),)], [1], 1, 1, board, 2, 0)
+    with pytest.raises(BufferError):  # read-only
+        _heaptree.place([((0, 1),)], [1], 1, 1, b"\0" * 16, 0, 1)
 
 
 def _value(vid: int, start: int, end: int):  # type: ignore[no-untyped-def]
@@ -556,6 +566,14 @@ def test_pack_gives_what_placing_every_order_in_full_gives(specs, alignment, ord
     name, offsets, heap = min(full, key=lambda r: r[2])  # the first of the smallest
     got = pack(intervals, alignment, orders)
     assert (got.order, got.offsets, got.heap_size) == (name, offsets, heap)
+    # The two compiled orders side by side (threads), however few the buffers and cores.
+    side, cores = heap_module.SIDE_BY_SIDE, heap_module._cores
+    try:
+        heap_module.SIDE_BY_SIDE, heap_module._cores = 1, lambda: 2
+        got = pack(intervals, alignment, orders)
+    finally:
+        heap_module.SIDE_BY_SIDE, heap_module._cores = side, cores
+    assert (got.order, got.offsets, got.heap_size) == (name, offsets, heap)
     compiled = heap_module._compiled_place
     try:
         heap_module._compiled_place = None
@@ -563,6 +581,36 @@ def test_pack_gives_what_placing_every_order_in_full_gives(specs, alignment, ord
     finally:
         heap_module._compiled_place = compiled
     assert (got.order, got.offsets, got.heap_size) == (name, offsets, heap)
+
+
+@needs_heaptree
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 200), st.integers(0, 80)),
+                                   min_size=1, max_size=3),
+                          st.integers(0, 5000)), min_size=1, max_size=60),
+       st.sampled_from([1, 64]), st.booleans(), st.integers(-1, 1))
+def test_the_board_gives_up_where_the_other_order_s_heap_says(specs, alignment, spatial,
+                                                              shift) -> None:
+    """Placed side by side, an order reads the other's heap off the board once that one is
+    placed in full: it gives up as if that heap were its give-up heap (the first order, which
+    wins a tie, only past it: that heap + 1), and posts its own heap only when it places every
+    buffer. Whichever order finishes first, the choice is the sequential search's."""
+    from array import array
+
+    from hloscope.analysis.heap import _C_EXACT, Interval, _place_tree
+    intervals = [Interval(i, size, tuple((s, s + n) for s, n in ranges))
+                 for i, (ranges, size) in enumerate(specs)]
+    key = (lambda iv: (-iv.size, -(iv.end - iv.start), iv.id)) if spatial else \
+        (lambda iv: (iv.start, -iv.size, iv.id))
+    order = sorted(intervals, key=key)
+    _, heap = _place_tree(order, alignment)
+    other = max(heap + shift * 64, 0)  # the other order's heap: below, at or above this one's
+    for strict in (False, True):
+        board = array("q", [_C_EXACT, other])
+        got = _place_tree(order, alignment, board=(board, 1, 0, strict))
+        assert got == _place_tree(order, alignment, other + strict)
+        complete = len(got[0]) == len(order)
+        assert board[0] == (got[1] if complete else _C_EXACT) and board[1] == other
 
 
 def test_packing_bound_counts_a_buffer_once_and_rounds_all_but_the_top() -> None:

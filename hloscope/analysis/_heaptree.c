@@ -33,10 +33,10 @@ static Py_ssize_t grown(Py_ssize_t cap, Py_ssize_t need, Py_ssize_t least) {
 static int vec_reserve(Vec *v, Py_ssize_t need) {
     if (need <= v->cap) return 0;
     Py_ssize_t cap = grown(v->cap, need, 4);
-    int64_t *lo = PyMem_Realloc(v->lo, (size_t)cap * sizeof(int64_t));
+    int64_t *lo = PyMem_RawRealloc(v->lo, (size_t)cap * sizeof(int64_t));
     if (!lo) return -1;
     v->lo = lo;
-    int64_t *hi = PyMem_Realloc(v->hi, (size_t)cap * sizeof(int64_t));
+    int64_t *hi = PyMem_RawRealloc(v->hi, (size_t)cap * sizeof(int64_t));
     if (!hi) return -1;
     v->hi = hi;
     v->cap = cap;
@@ -150,17 +150,17 @@ static int append(Scratch *dst, const Vec *src) {
     Py_ssize_t need = dst->n + src->n;
     if (need > dst->cap) {
         Py_ssize_t cap = grown(dst->cap, need, 256);
-        Busy *buf = PyMem_Realloc(dst->buf, (size_t)cap * sizeof(Busy));
+        Busy *buf = PyMem_RawRealloc(dst->buf, (size_t)cap * sizeof(Busy));
         if (!buf) return -1;
         dst->buf = buf;
-        Busy *tmp = PyMem_Realloc(dst->tmp, (size_t)cap * sizeof(Busy));
+        Busy *tmp = PyMem_RawRealloc(dst->tmp, (size_t)cap * sizeof(Busy));
         if (!tmp) return -1;
         dst->tmp = tmp;
         dst->cap = cap;
     }
     if (dst->runs >= dst->run_cap) {
         Py_ssize_t cap = grown(dst->run_cap, dst->runs + 1, 64);
-        Py_ssize_t *run = PyMem_Realloc(dst->run, (size_t)cap * sizeof(Py_ssize_t));
+        Py_ssize_t *run = PyMem_RawRealloc(dst->run, (size_t)cap * sizeof(Py_ssize_t));
         if (!run) return -1;
         dst->run = run;
         dst->run_cap = cap;
@@ -259,11 +259,31 @@ static int cmp_range(const void *a, const void *b) {
    one. The offsets list is shorter than the buffers where the heap reached give_up first.
    None where a size is negative or the sizes, aligned and summed, reach 2**62 (offsets might
    not fit): the caller places those in Python. */
+/* A heap another thread posts, read and written whole (an aligned 64-bit word). */
+static int64_t posted(const int64_t *at) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __atomic_load_n(at, __ATOMIC_RELAXED);
+#else
+    return *(const volatile int64_t *)at;
+#endif
+}
+
+static void post(int64_t *at, int64_t heap) {
+#if defined(__GNUC__) || defined(__clang__)
+    __atomic_store_n(at, heap, __ATOMIC_RELAXED);
+#else
+    *(volatile int64_t *)at = heap;
+#endif
+}
+
 static PyObject *place(PyObject *self, PyObject *args) {
-    PyObject *ranges_obj, *sizes_obj, *give_up_obj;
+    PyObject *ranges_obj, *sizes_obj, *give_up_obj, *board_obj = Py_None;
     long long alignment;
-    if (!PyArg_ParseTuple(args, "O!O!LO", &PyList_Type, &ranges_obj, &PyList_Type, &sizes_obj,
-                          &alignment, &give_up_obj))
+    Py_ssize_t read_at = 0, write_at = 0;
+    int strict = 0;
+    if (!PyArg_ParseTuple(args, "O!O!LO|Onnp", &PyList_Type, &ranges_obj, &PyList_Type,
+                          &sizes_obj, &alignment, &give_up_obj, &board_obj, &read_at, &write_at,
+                          &strict))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(ranges_obj);
     if (PyList_GET_SIZE(sizes_obj) != n || alignment < 1) {
@@ -275,10 +295,28 @@ static PyObject *place(PyObject *self, PyObject *args) {
     long long give_up = PyLong_AsLongLongAndOverflow(give_up_obj, &overflow);
     if (give_up == -1 && PyErr_Occurred()) return NULL;
     if (overflow > 0) give_up = INT64_MAX;
+    /* The board, where orders placed side by side (heap.pack) post their heaps: this call
+     * also gives up once its heap reaches board[read_at] (passes it, with strict), and
+     * writes its heap to board[write_at] when it places every buffer. */
+    Py_buffer board = {0};
+    int64_t *posts = NULL;
+    if (board_obj != Py_None) {
+        if (PyObject_GetBuffer(board_obj, &board, PyBUF_WRITABLE | PyBUF_FORMAT) < 0)
+            return NULL;
+        Py_ssize_t slots = board.len / (Py_ssize_t)sizeof(int64_t);
+        if (board.itemsize != sizeof(int64_t) || !board.format || strcmp(board.format, "q") ||
+            read_at < 0 || write_at < 0 || read_at >= slots || write_at >= slots) {
+            PyBuffer_Release(&board);
+            PyErr_SetString(PyExc_ValueError, "place: the board must be an array('q') that "
+                            "holds read_at and write_at");
+            return NULL;
+        }
+        posts = board.buf;
+    }
 
     Tree t = {0};
     Py_ssize_t *tile = NULL, *seen = NULL, *first = NULL, *count = NULL;
-    int64_t *sizes = NULL, *starts = NULL;
+    int64_t *sizes = NULL, *starts = NULL, *placed = NULL;
     Range *all = NULL;
     PyObject *offsets = NULL, *result = NULL;
     const int64_t limit = (int64_t)1 << 62;
@@ -373,63 +411,75 @@ static PyObject *place(PyObject *self, PyObject *args) {
 
     t.size = 1;
     while (t.size < leaves + 2) t.size *= 2;
-    t.stored = PyMem_Calloc((size_t)(2 * t.size), sizeof(Vec));
-    t.below = PyMem_Calloc((size_t)(2 * t.size), sizeof(Vec));
+    t.stored = PyMem_RawCalloc((size_t)(2 * t.size), sizeof(Vec));
+    t.below = PyMem_RawCalloc((size_t)(2 * t.size), sizeof(Vec));
     /* at most two tiles per level, and every ancestor of each */
     Py_ssize_t depth = 2;
     for (Py_ssize_t s = t.size; s > 1; s >>= 1) depth++;
     tile = PyMem_Malloc((size_t)(2 * depth) * sizeof(Py_ssize_t));
     seen = PyMem_Malloc((size_t)(2 * depth * depth) * sizeof(Py_ssize_t));
-    offsets = PyList_New(0);
-    if (!offsets || !t.stored || !t.below || !tile || !seen) {
+    placed = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (!placed || !t.stored || !t.below || !tile || !seen) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
+    /* The placement itself touches no Python object and allocates with the raw allocator:
+     * other threads run meanwhile (heap.pack places its orders side by side). */
     int64_t heap = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    Py_ssize_t done_n = 0;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t i = 0;
+    for (; i < n && !failed; i++) {
         if (heap >= give_up) break;
+        if (posts && heap >= posted(posts + read_at) + strict) break;
         const Range *r = all + first[i];
         int64_t size = sizes[i];
         t.scratch.n = t.scratch.runs = 0;
-        for (Py_ssize_t k = 0; k < count[i]; k++)
-            if (tree_busy(&t, (Py_ssize_t)r[k].start, (Py_ssize_t)r[k].end, tile, seen) < 0) {
-                PyErr_NoMemory();
-                goto done;
-            }
+        for (Py_ssize_t k = 0; k < count[i] && !failed; k++)
+            if (tree_busy(&t, (Py_ssize_t)r[k].start, (Py_ssize_t)r[k].end, tile, seen) < 0)
+                failed = 1;
+        if (failed) break;
         int64_t offset = best_fit(&t, size, (int64_t)alignment);
-        PyObject *o = PyLong_FromLongLong(offset);
-        if (!o || PyList_Append(offsets, o) < 0) {
-            Py_XDECREF(o);
-            goto done;
-        }
-        Py_DECREF(o);
+        placed[done_n++] = offset;
         if (size)  /* an empty buffer takes no room, and splits no gap */
-            for (Py_ssize_t k = 0; k < count[i]; k++)
+            for (Py_ssize_t k = 0; k < count[i] && !failed; k++)
                 if (tree_add(&t, (Py_ssize_t)r[k].start, (Py_ssize_t)r[k].end, offset,
-                             offset + size, tile, seen) < 0) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
+                             offset + size, tile, seen) < 0)
+                    failed = 1;
         if (offset + size > heap) heap = offset + size;
+    }
+    if (posts && i == n && !failed) post(posts + write_at, heap);
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    offsets = PyList_New(done_n);
+    if (!offsets) goto done;
+    for (Py_ssize_t i = 0; i < done_n; i++) {
+        PyObject *o = PyLong_FromLongLong(placed[i]);
+        if (!o) goto done;
+        PyList_SET_ITEM(offsets, i, o);
     }
     result = Py_BuildValue("OL", offsets, (long long)heap);
 done:
     Py_XDECREF(offsets);
     for (Py_ssize_t k = 0; k < 2 * t.size; k++) {
         if (t.stored) {
-            PyMem_Free(t.stored[k].lo);
-            PyMem_Free(t.stored[k].hi);
+            PyMem_RawFree(t.stored[k].lo);
+            PyMem_RawFree(t.stored[k].hi);
         }
         if (t.below) {
-            PyMem_Free(t.below[k].lo);
-            PyMem_Free(t.below[k].hi);
+            PyMem_RawFree(t.below[k].lo);
+            PyMem_RawFree(t.below[k].hi);
         }
     }
-    PyMem_Free(t.stored);
-    PyMem_Free(t.below);
-    PyMem_Free(t.scratch.buf);
-    PyMem_Free(t.scratch.tmp);
-    PyMem_Free(t.scratch.run);
+    PyMem_RawFree(t.stored);
+    PyMem_RawFree(t.below);
+    PyMem_RawFree(t.scratch.buf);
+    PyMem_RawFree(t.scratch.tmp);
+    PyMem_RawFree(t.scratch.run);
     PyMem_Free(tile);
     PyMem_Free(seen);
     PyMem_Free(sizes);
@@ -437,6 +487,8 @@ done:
     PyMem_Free(count);
     PyMem_Free(all);
     PyMem_Free(starts);
+    PyMem_Free(placed);
+    if (posts) PyBuffer_Release(&board);
     return result;
 }
 
