@@ -1197,17 +1197,20 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                     taken.add(u.id)
                     break
             took.append((g, over))
+    # A heap slot is never asked about conflicts (the heap places it), so its members are
+    # only listed, in start order as _Slot.add keeps them: a group's own are sorted already,
+    # and a take-over's one value starts where the slot's last member dies, ending the list.
     for g, over in took:
         if over < 0:
             slot = _Slot(len(slots), TEMP, group_size[g])
+            slot.members = group_members[g]
             slots.append(slot)
             heap_slots.append(slot)
         else:
             slot = slot_of[over]
             if slot.size < group_size[g]:
                 slot.size = group_size[g]
-        for m in group_members[g]:
-            slot.add(m)
+            slot.members += group_members[g]
         slot_of[g] = slot
     heap_slots.sort(key=lambda s: s.id)
 
