@@ -455,6 +455,58 @@ def test_the_compiled_values_are_the_python_ones(path: str,
 
 @needs_heaptree
 @pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_the_compiled_builder_steps_are_the_python_ones(path: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """_heaptree.plain_steps (the builder's common step) gives every fixture's fused and
+    unfused analyses the Python builder gives them: the same schedule, values and buffers."""
+    from hloscope.analysis import liveness
+    module = hloscope.parse_file(path)
+    be = backend_for(module)
+    runs = []
+    for steps in (liveness._plain_steps, None):
+        with monkeypatch.context() as m:
+            m.setattr(liveness, "_plain_steps", steps)
+            runs.append([(a.schedule, a.values, a.buffers, a.figures)
+                         for a in (analyze(module, be), unfused_analysis(module, be)[0])])
+    assert runs[0] == runs[1]
+
+
+@needs_heaptree
+def test_the_compiled_builder_step_stops_where_the_python_must_speak() -> None:
+    """plain_steps leaves to the Python, untouched, an instruction that is not a plain step:
+    a stop opcode, an async suffix, a tuple shape, an operand without a tree (where the Python
+    raises); bad arguments are errors, not crashes."""
+    from hloscope.analysis import _heaptree
+    m = hloscope.parse(
+        "HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n"
+        "  a = f32[4]{0} negate(p)\n  b = f32[4]{0} add(a, p)\n"
+        "  s = f32[4]{0} all-reduce-start(b)\n  ROOT t = (f32[4]{0}) tuple(b)\n}\n")
+    instrs = m.entry.instructions
+    trees: dict[tuple[str, str], dict[tuple[int, ...], int]] = {("e", "p"): {(): 0}}
+    schedule: list[object] = [("e", instrs[0])]
+    instr_at = {("e", "p"): instrs[0]}
+    defs: list[object] = [("e", instrs[0], (), instrs[0].shape, 0)]
+    uses, parent = [0], [0]
+    stop = frozenset({"parameter", "tuple"})
+    args = (schedule, instr_at, trees, defs, uses, parent, stop, ("-start",))
+    assert _heaptree.plain_steps(instrs, 1, "e", *args) == 3  # a, b; not the -start
+    assert [n for _, n in trees] == ["p", "a", "b"] and trees[("e", "b")] == {(): 2}
+    assert uses == [2, 2, 2] and parent == [0, 1, 2] and len(schedule) == 3
+    assert defs[2] == ("e", instrs[2], (), instrs[2].shape, 2)
+    assert _heaptree.plain_steps(instrs, 4, "e", *args) == 4  # a tuple shape (and a stop)
+    assert _heaptree.plain_steps(instrs, 5, "e", *args) == 5  # the end
+    del trees[("e", "p")]
+    assert _heaptree.plain_steps(instrs, 1, "e", *args) == 1  # p has no tree: untouched
+    assert len(defs) == 3 and len(schedule) == 3
+    with pytest.raises(TypeError):
+        _heaptree.plain_steps(list(instrs), 1, "e", *args)
+    with pytest.raises(ValueError):
+        _heaptree.plain_steps(instrs, 1, "e", schedule, instr_at, trees, defs, [0], parent,
+                              stop, ("-start",))
+
+
+@needs_heaptree
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
 def test_the_compiled_heap_keys_are_the_python_ones(path: str,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """_heaptree.heap_keys' clock gives every fixture's heap buffers, fused and unfused, the

@@ -1507,7 +1507,153 @@ done:
     return result;
 }
 
+
+/* ---- The builder's common step (liveness._Builder.run) ------------------------------------
+ *
+ * plain_steps(instrs, i, name, schedule, instr_at, trees, defs, uses, parent, stop, suffixes)
+ * takes instrs[i], instrs[i + 1], ... while each is a plain step: an array (its shape's
+ * element_type is not "tuple", Shape.is_tuple) of its own, whose opcode is not in stop and
+ * ends in none of suffixes, whose operands all have trees. Each is scheduled (schedule,
+ * instr_at), reads its operands' values at its step (uses) and defines one value (defs, uses,
+ * parent; its tree in trees), as run's loop does. Returns the index of the first instruction
+ * it did not take (len(instrs) at the end), which run takes in Python, each untouched. */
+static PyObject *element_type_name = NULL, *tuple_text = NULL, *empty_index = NULL,
+                *shape_attr = NULL, *operands_attr = NULL;
+
+static PyObject *plain_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 11 || !PyTuple_Check(args[0]) || !PyLong_Check(args[1]) ||
+            !PyUnicode_Check(args[2]) || !PyList_Check(args[3]) || !PyDict_Check(args[4]) ||
+            !PyDict_Check(args[5]) || !PyList_Check(args[6]) || !PyList_Check(args[7]) ||
+            !PyList_Check(args[8]) || !PyAnySet_Check(args[9]) || !PyTuple_Check(args[10])) {
+        PyErr_SetString(PyExc_TypeError, "plain_steps(instrs: tuple, i: int, name: str, "
+                        "schedule: list, instr_at: dict, trees: dict, defs: list, uses: list, "
+                        "parent: list, stop: frozenset, suffixes: tuple)");
+        return NULL;
+    }
+    PyObject *instrs = args[0], *name = args[2], *schedule = args[3], *instr_at = args[4],
+             *trees = args[5], *defs = args[6], *uses = args[7], *parent = args[8],
+             *stop = args[9], *suffixes = args[10];
+    if (!element_type_name) {
+        element_type_name = PyUnicode_InternFromString("element_type");
+        tuple_text = PyUnicode_InternFromString("tuple");
+        empty_index = PyTuple_New(0);
+        shape_attr = PyUnicode_InternFromString("shape");
+        operands_attr = PyUnicode_InternFromString("operands");
+        if (!element_type_name || !tuple_text || !empty_index || !shape_attr || !operands_attr)
+            return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(instrs), i = PyLong_AsSsize_t(args[1]);
+    if (i < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "plain_steps: i < 0");
+        return NULL;
+    }
+    if (PyList_GET_SIZE(uses) != PyList_GET_SIZE(defs) ||
+            PyList_GET_SIZE(parent) != PyList_GET_SIZE(defs)) {
+        PyErr_SetString(PyExc_ValueError, "plain_steps: one use and one parent per definition");
+        return NULL;
+    }
+    PyObject *found_stack[8], **found = found_stack;
+    Py_ssize_t found_cap = 8;
+    for (; i < n; i++) {
+        PyObject *instr = PyTuple_GET_ITEM(instrs, i);
+        PyObject *opcode = PyObject_GetAttr(instr, opcode_name);
+        if (!opcode) goto fail;
+        int plain = PyUnicode_Check(opcode) ? !PySet_Contains(stop, opcode) : 0;
+        for (Py_ssize_t k = 0; plain && k < PyTuple_GET_SIZE(suffixes); k++) {
+            Py_ssize_t tail = PyUnicode_Tailmatch(opcode, PyTuple_GET_ITEM(suffixes, k), 0,
+                                                  PY_SSIZE_T_MAX, 1);
+            if (tail < 0) { Py_DECREF(opcode); goto fail; }
+            if (tail) plain = 0;
+        }
+        Py_DECREF(opcode);
+        if (!plain) break;
+        PyObject *shape = PyObject_GetAttr(instr, shape_attr);
+        PyObject *etype = shape ? PyObject_GetAttr(shape, element_type_name) : NULL;
+        if (!etype) { Py_XDECREF(shape); goto fail; }
+        int is_tuple = etype == tuple_text ||
+            (PyUnicode_Check(etype) && PyUnicode_Compare(etype, tuple_text) == 0);
+        Py_DECREF(etype);
+        if (is_tuple) { Py_DECREF(shape); break; }
+        PyObject *operands = PyObject_GetAttr(instr, operands_attr);
+        PyObject *ops = operands ? PySequence_Fast(operands, "operands must be a sequence")
+                                 : NULL;
+        Py_XDECREF(operands);
+        if (!ops) { Py_DECREF(shape); goto fail; }
+        Py_ssize_t no = PySequence_Fast_GET_SIZE(ops);
+        if (no > found_cap) {
+            PyObject **more = PyMem_Realloc(found == found_stack ? NULL : found,
+                                            no * sizeof(PyObject *));
+            if (!more) { Py_DECREF(ops); Py_DECREF(shape); PyErr_NoMemory(); goto fail; }
+            found = more;
+            found_cap = no;
+        }
+        /* every operand's tree first: where one is missing, run's Python says so */
+        int missing = 0;
+        for (Py_ssize_t k = 0; k < no && !missing; k++) {
+            PyObject *key = PyTuple_Pack(2, name, PySequence_Fast_GET_ITEM(ops, k));
+            PyObject *tree = key ? PyDict_GetItemWithError(trees, key) : NULL;
+            Py_XDECREF(key);
+            if (!tree) {
+                if (PyErr_Occurred()) { Py_DECREF(ops); Py_DECREF(shape); goto fail; }
+                missing = 1;
+            } else if (!PyDict_Check(tree)) {
+                missing = 1;
+            }
+            found[k] = tree;  /* borrowed: trees holds it while this step runs */
+        }
+        Py_DECREF(ops);
+        if (missing) { Py_DECREF(shape); break; }
+        PyObject *iname = PyObject_GetAttr(instr, name_name);
+        PyObject *key = iname ? PyTuple_Pack(2, name, iname) : NULL;
+        Py_XDECREF(iname);
+        Py_ssize_t t = PyList_GET_SIZE(schedule), vid = PyList_GET_SIZE(defs);
+        PyObject *t_obj = key ? PyLong_FromSsize_t(t) : NULL;
+        PyObject *vid_obj = t_obj ? PyLong_FromSsize_t(vid) : NULL;
+        PyObject *step = vid_obj ? PyTuple_Pack(2, name, instr) : NULL;
+        int ok = step && PyList_Append(schedule, step) == 0 &&
+                 PyDict_SetItem(instr_at, key, instr) == 0;
+        for (Py_ssize_t k = 0; ok && k < no; k++) {
+            Py_ssize_t pos = 0;
+            PyObject *index, *v;
+            while (ok && PyDict_Next(found[k], &pos, &index, &v)) {
+                Py_ssize_t at = PyLong_AsSsize_t(v);
+                if (at < 0 || at >= vid) {
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_IndexError, "plain_steps: a value id past defs");
+                    ok = 0;
+                    break;
+                }
+                Py_ssize_t last = PyLong_AsSsize_t(PyList_GET_ITEM(uses, at));
+                if (last == -1 && PyErr_Occurred()) { ok = 0; break; }
+                if (last < t) PyList_SetItem(uses, at, Py_NewRef(t_obj));
+            }
+        }
+        PyObject *def = ok ? PyTuple_Pack(5, name, instr, empty_index, shape, t_obj) : NULL;
+        PyObject *tree = def ? PyDict_New() : NULL;
+        ok = tree && PyDict_SetItem(tree, empty_index, vid_obj) == 0 &&
+             PyList_Append(defs, def) == 0 && PyList_Append(uses, t_obj) == 0 &&
+             PyList_Append(parent, vid_obj) == 0 && PyDict_SetItem(trees, key, tree) == 0;
+        Py_XDECREF(tree);
+        Py_XDECREF(def);
+        Py_XDECREF(step);
+        Py_XDECREF(vid_obj);
+        Py_XDECREF(t_obj);
+        Py_XDECREF(key);
+        Py_DECREF(shape);
+        if (!ok) goto fail;
+    }
+    if (found != found_stack) PyMem_Free(found);
+    return PyLong_FromSsize_t(i);
+fail:
+    if (found != found_stack) PyMem_Free(found);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"plain_steps", (PyCFunction)(void (*)(void))plain_steps, METH_FASTCALL,
+     "plain_steps(instrs, i, name, schedule, instr_at, trees, defs, uses, parent, stop, "
+     "suffixes) -> the index of the first instruction not taken: liveness._Builder.run's "
+     "common step (an array of its own), compiled."},
     {"heap_takeovers", heap_takeovers, METH_VARARGS,
      "heap_takeovers(order, group_of, kind, instr_at, trees, values, handoff) -> [(group, "
      "the group whose buffer it takes over or -1)]: the heap simulator's replay in "
@@ -1521,8 +1667,9 @@ static PyMethodDef methods[] = {
      "facts_of) -> the Values by id: liveness._make_values' loop, compiled."},
 
     {"place", place, METH_VARARGS,
-     "place(ranges, sizes, alignment, give_up) -> (offsets, heap), or None where the heap "
-     "might pass 2**62: heap._place_tree's best fit in the order given."},
+     "place(ranges, sizes, alignment, give_up[, board, read_at, write_at, strict]) -> "
+     "(offsets, heap), or None where the heap might pass 2**62: heap._place_tree's best fit "
+     "in the order given (the board: heap._side_by_side's)."},
     {NULL, NULL, 0, NULL},
 };
 

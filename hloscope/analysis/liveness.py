@@ -419,7 +419,21 @@ class _Builder:
         name = comp.name
         trees, schedule, instr_at, uses = self.trees, self.schedule, self.instr_at, self.uses
         in_place = self.backend.in_place
-        for instr in comp.instructions:
+        # The common step, an array of its own (below, after the cases that are not), runs
+        # compiled where the extension is built: from each instruction the Python takes, as
+        # many as are plain (None: every one here, the reference).
+        instrs = comp.instructions
+        plain = _plain_steps if type(instrs) is tuple else None
+        stop = _NOT_PLAIN_IN_PLACE if in_place else _NOT_PLAIN
+        n, i = len(instrs), 0
+        while i < n:
+            if plain is not None:
+                i = plain(instrs, i, name, schedule, instr_at, trees, self.defs, uses,
+                          self.parent, stop, _ASYNC_SUFFIXES)
+                if i == n:
+                    break
+            instr = instrs[i]
+            i += 1
             op = instr.opcode
             if op in CONTROL_FLOW:
                 self._control_flow(comp, instr)
@@ -645,6 +659,14 @@ def _make_values(defs: list[tuple[str, Instruction, Index, Shape, int]], uses: l
                                 source))
     return values
 
+
+# The builder's common step, compiled (_Builder.run; None: the Python only). The opcodes
+# that are not plain steps: run's other cases (an in-place backend's adds the ops that may
+# write in place).
+_plain_steps: Optional[Callable[..., int]] = compiled("hloscope.analysis._heaptree",
+                                                      "plain_steps")
+_NOT_PLAIN = CONTROL_FLOW | _OWN_TREES
+_NOT_PLAIN_IN_PLACE = _NOT_PLAIN | _MAY_BE_IN_PLACE
 
 # The heap simulator's take-overs and the values' maker, compiled.
 _heaptree_takeovers: Optional[Callable[..., list[tuple[int, int]]]] = \
@@ -1541,8 +1563,10 @@ def _post_order_positions(module: Module, roles: dict[str, str]
             visit(comp.name)
     # Only the computations that are program steps hold buffers (not fused ones, not reducers).
     steps = [n for n in order if roles.get(n) not in ("fused", "applied")]
-    places = {n: {name: k for k, name in enumerate(post_order_names(module.computation(n)))}
-              for n in steps}
+    places: dict[str, dict[str, int]] = {}
+    for n in steps:
+        names = post_order_names(module.computation(n))
+        places[n] = dict(zip(names, range(len(names))))
     # XLA numbers values in its own computation post order, which follows how its passes
     # added computations; the text's order (where it is a post order: each callee before its
     # callers) is mostly that order, this walk's less often (measured on 80 generated gpu
@@ -1551,8 +1575,7 @@ def _post_order_positions(module: Module, roles: dict[str, str]
     written = [c.name for c in module.computations if c.name in places]
     rank = {n: k for k, n in enumerate(written)}
     numbered = written if all(rank.get(c, -1) < rank[n] for n in written
-                              for i in module.computation(n).instructions
-                              for c in i.called_computations if c in rank) else steps
+                              for c in callees_of[n] if c in rank) else steps
 
     def offsets(names: list[str]) -> dict[str, int]:
         out, at = {}, 0
