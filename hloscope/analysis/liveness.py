@@ -1269,9 +1269,18 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     keys = HEAP_KEYS(heap_slots, group_of,
                      {v.id: value_key(v) for s in heap_slots for v in s.members}) \
         if be.temps_in_outputs and not _KEYED_ORDERS.isdisjoint(be.heap_orders) else {}
-    placement = pack([_new_interval(s.id, s.size, tuple((m.start, m.end) for m in s.members),
-                                    *keys.get(s.id, ((), ()))) for s in heap_slots],
-                     be.alignment, be.heap_orders)
+    intervals = []
+    no_keys = ((), ())
+    for s in heap_slots:
+        members = s.members
+        if len(members) == 1:  # most slots
+            m = members[0]
+            ranges: tuple[tuple[int, int], ...] = ((m.start, m.end),)
+        else:
+            ranges = tuple([(m.start, m.end) for m in members])
+        spatial, temporal = keys.get(s.id, no_keys)
+        intervals.append(_new_interval(s.id, s.size, ranges, spatial, temporal))
+    placement = pack(intervals, be.alignment, be.heap_orders)
     heap = placement.heap_size
     thread_local = _thread_local_sizes(module, be, roles)
     if be.table_alignment:

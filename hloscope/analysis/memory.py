@@ -12,7 +12,6 @@ and broken down by fusion, framework scope and opcode. Plain data in, plain data
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -108,38 +107,67 @@ def unfused_analysis(module: Module, backend: Backend, fused: Optional[Analysis]
 
 
 def _groups(items: dict[str, list[int]]) -> tuple[EliminatedGroup, ...]:
-    rows = [EliminatedGroup(k, len(v), sum(v)) for k, v in items.items()]
+    """Each key's [count, bytes] as a group, largest first."""
+    rows = [EliminatedGroup(k, n, b) for k, (n, b) in items.items()]
     return tuple(sorted(rows, key=lambda g: (-g.bytes, -g.count, g.key)))
+
+
+_SKIPPED = VIEWS | {"constant", "parameter"}  # no buffer of their own, or not from a fusion
 
 
 def eliminated_intermediates(unfused: Analysis, expanded: Unfused) -> EliminatedDetail:
     """The values of the unfused module that come from inside a fusion and are not its
     output: with fusion they never become buffers."""
-    by_fusion: dict[str, list[int]] = defaultdict(list)
-    by_scope: dict[str, list[int]] = defaultdict(list)
-    by_opcode: dict[str, list[int]] = defaultdict(list)
-    by_source: dict[str, list[int]] = defaultdict(list)
-    module = unfused.module
+    by_fusion: dict[str, list[int]] = {}  # key -> [count, bytes]
+    by_scope: dict[str, list[int]] = {}
+    by_opcode: dict[str, list[int]] = {}
+    by_source: dict[str, list[int]] = {}
+    index_of = {c.name: c._index for c in unfused.module.computations}  # name -> instruction
     origins = expanded.origins
-    ids: set[int] = set()
+    peak = unfused.figures.peak_step
+    count = total = at_peak = at_peak_count = 0
     for v in unfused.values:
         origin = origins.get((v.computation, v.instruction))
         if origin is None or origin.is_output or v.is_table:
             continue
-        instr = module.computation(v.computation).instruction(v.instruction)
-        if instr.opcode in VIEWS or instr.opcode in ("constant", "parameter"):
+        opcode = index_of[v.computation][v.instruction].opcode
+        if opcode in _SKIPPED:
             continue
-        ids.add(v.id)
-        by_fusion[origin.fusion].append(v.size)
-        by_scope[trim_scope(v.op_name) or "(no op_name)"].append(v.size)
-        by_opcode[instr.opcode].append(v.size)
-        by_source[v.source or NO_SOURCE].append(v.size)
-    peak = unfused.figures.peak_step
-    at_peak = [v.size for v in unfused.values if v.id in ids and v.start <= peak <= v.end]
-    return EliminatedDetail(len(ids), sum(unfused.values[i].size for i in ids), sum(at_peak),
-                            len(at_peak),
-                            _groups(by_fusion), _groups(by_scope), _groups(by_opcode),
-                            _groups(by_source))
+        size = v.size
+        count += 1
+        total += size
+        if v.start <= peak <= v.end:
+            at_peak += size
+            at_peak_count += 1
+        # each group's row, one by one (a loop over the four: 1.5x the time)
+        row = by_fusion.get(origin.fusion)
+        if row is None:
+            by_fusion[origin.fusion] = [1, size]
+        else:
+            row[0] += 1
+            row[1] += size
+        key = trim_scope(v.op_name) or "(no op_name)"
+        row = by_scope.get(key)
+        if row is None:
+            by_scope[key] = [1, size]
+        else:
+            row[0] += 1
+            row[1] += size
+        row = by_opcode.get(opcode)
+        if row is None:
+            by_opcode[opcode] = [1, size]
+        else:
+            row[0] += 1
+            row[1] += size
+        key = v.source or NO_SOURCE
+        row = by_source.get(key)
+        if row is None:
+            by_source[key] = [1, size]
+        else:
+            row[0] += 1
+            row[1] += size
+    return EliminatedDetail(count, total, at_peak, at_peak_count, _groups(by_fusion),
+                            _groups(by_scope), _groups(by_opcode), _groups(by_source))
 
 
 def eager_analysis(pre: Module) -> Analysis:
