@@ -122,7 +122,7 @@ def eliminated_intermediates(unfused: Analysis, expanded: Unfused) -> Eliminated
     by_scope: dict[str, list[int]] = {}
     by_opcode: dict[str, list[int]] = {}
     by_source: dict[str, list[int]] = {}
-    index_of = {c.name: c._index for c in unfused.module.computations}  # name -> instruction
+    instruction_of = {c.name: c.instruction for c in unfused.module.computations}
     origins = expanded.origins
     peak = unfused.figures.peak_step
     count = total = at_peak = at_peak_count = 0
@@ -130,7 +130,7 @@ def eliminated_intermediates(unfused: Analysis, expanded: Unfused) -> Eliminated
         origin = origins.get((v.computation, v.instruction))
         if origin is None or origin.is_output or v.is_table:
             continue
-        opcode = index_of[v.computation][v.instruction].opcode
+        opcode = instruction_of[v.computation](v.instruction).opcode
         if opcode in _SKIPPED:
             continue
         size = v.size
