@@ -119,23 +119,29 @@ def saved_for_backward(a: Analysis) -> Optional[SavedActivations]:
     None when the program has no backward pass. An instruction XLA made without an op_name
     counts as forward when it runs before the first backward op. Defined by use, not by a cut in the schedule:
     a scheduler may hoist a cheap backward op (a bitcast) far ahead of the forward pass."""
-    boundary = backward_boundary(a)
-    if boundary is None:
+    # Whether each step's instruction is the backward pass's (_backward inline), asked once per
+    # step; most values are last read in the forward pass, and that test comes first.
+    name_is_backward = _backward_name
+    backward_at = [name_is_backward(instr.metadata.op_name) if instr.metadata else False
+                   for _, instr in a.schedule]
+    if True not in backward_at:
         return None
+    boundary = backward_at.index(True)  # backward_boundary(a)
     kept = []
     end = len(a.schedule)
+    instruction_of = {c.name: c.instruction for c in a.module.computations}
     for v in a.values:
-        if v.is_table or v.end >= end or v.end <= v.start:
+        if v.is_table or v.end >= end or v.end <= v.start or not backward_at[v.end]:
             continue
-        instr = a.module.computation(v.computation).instruction(v.instruction)
+        instr = instruction_of[v.computation](v.instruction)
         if instr.opcode in ("parameter", "constant") or _backward(instr):
             continue  # inputs, literals, and the backward pass's own values
         if not (instr.metadata and instr.metadata.op_name) and v.start >= boundary:
             continue  # made by XLA without a name: forward only if it runs before backward
-        if _backward(a.schedule[v.end][1]):
-            kept.append(v)
+        kept.append(v)
     kept.sort(key=lambda v: (-v.size, v.instruction))
-    cls = {vid: b.cls for b in a.buffers for vid in b.values}
+    ids = {v.id for v in kept}
+    cls = {vid: b.cls for b in a.buffers for vid in b.values if vid in ids}
     by_class: dict[str, int] = defaultdict(int)
     for v in kept:
         # A value in another memory space (S(n): on-chip memory, placed by memory-space
