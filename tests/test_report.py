@@ -12,6 +12,8 @@ import xml.etree.ElementTree as ET
 from html import unescape
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import fixture_path, needs_browser, needs_dot, needs_matplotlib
 from hloscope.workflow import pipeline
@@ -421,6 +423,25 @@ def test_json_lays_the_structure_over_lines_and_each_row_on_one() -> None:
     # an allocation holds a table of its values: over lines, each value a row
     assert '              {"id": 1},' in lines and '              {"id": 2}' in lines
     assert text.endswith("}\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+                    lambda inner: st.lists(inner, max_size=4) |
+                    st.dictionaries(st.text(max_size=5), inner, max_size=4), max_leaves=12))
+def test_json_writes_a_plain_value_as_the_encoder_does(value) -> None:  # type: ignore
+    """A key or plain value written without the encoder (_scalar: str, int, bool, None) is
+    written as the encoder writes it, and a report laid out over lines (its plain fields
+    written so) reads back as the same data as the report encoded whole: non-ASCII text,
+    escapes, big and negative ints, NaN and infinities alike."""
+    from hloscope.present.json import _layout, _one_line, _scalar
+    if not isinstance(value, (dict, list)):
+        assert _scalar(value) == _one_line(value)
+    report = {"r": {"s": {"t": {"v": value, "w": [value, {"x": value}]}}}, "u": value}
+    out: list[str] = []
+    _layout(report, "", 0, out)
+    # read back, the two are the same data (NaN, which equals nothing, compared as written)
+    assert json.dumps(json.loads("".join(out))) == json.dumps(json.loads(_one_line(report)))
 
 
 def test_the_memory_report_says_when_a_module_is_not_scheduled(capsys) -> None:

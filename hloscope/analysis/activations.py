@@ -117,8 +117,9 @@ def _backward_name(name: str) -> bool:
 def saved_for_backward(a: Analysis) -> Optional[SavedActivations]:
     """The values a forward instruction defines whose last use is a backward instruction, or
     None when the program has no backward pass. An instruction XLA made without an op_name
-    counts as forward when it runs before the first backward op. Defined by use, not by a cut in the schedule:
-    a scheduler may hoist a cheap backward op (a bitcast) far ahead of the forward pass."""
+    counts as forward when it runs before the first backward op. Defined by use, not by a cut
+    in the schedule: a scheduler may hoist a cheap backward op (a bitcast) far ahead of the
+    forward pass."""
     # Whether each step's instruction is the backward pass's (_backward inline), asked once per
     # step; most values are last read in the forward pass, and that test comes first.
     name_is_backward = _backward_name

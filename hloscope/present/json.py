@@ -13,6 +13,9 @@ _PLAIN = (str, int, float, bool, type(None))
 _NAMES: dict[type, tuple[str, ...]] = {}  # each dataclass's public field names, in order
 
 
+_PLAIN_TYPES = frozenset(_PLAIN)  # these exact types: a field's value as it is, no call
+
+
 def to_plain(value: Any) -> Any:
     if isinstance(value, _PLAIN):
         return value
@@ -22,9 +25,13 @@ def to_plain(value: Any) -> Any:
         names = _NAMES[kind] = tuple(f.name for f in dataclasses.fields(value)
                                      if not f.name.startswith("_"))
     if names is not None:
-        return {name: to_plain(getattr(value, name)) for name in names}
+        out = {}
+        for name in names:  # a report's rows are mostly plain fields: no call for those
+            v = getattr(value, name)
+            out[name] = v if type(v) in _PLAIN_TYPES else to_plain(v)
+        return out
     if isinstance(value, (list, tuple)):
-        return [to_plain(v) for v in value]
+        return [v if type(v) in _PLAIN_TYPES else to_plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): to_plain(v) for k, v in value.items()}
     return value
@@ -48,6 +55,22 @@ def _one_line_encoder() -> Callable[[Any], str]:
 
 
 _one_line = _one_line_encoder()
+_encode_str = json.encoder.encode_basestring_ascii  # the encoder's own, for a str
+
+
+def _scalar(value: Any) -> str:
+    """A key or a plain value as _one_line writes it, without a call of the encoder for the
+    common types (a str, an int, a bool, None; a float and the rest: the encoder's)."""
+    kind = type(value)
+    if kind is str:
+        return _encode_str(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    return _one_line(value)
 _CONTAINERS = (dict, list)
 ROW_DEPTH = 4  # an object this deep (report, targets, a target, its section: 4 levels) is a row
 
@@ -83,17 +106,23 @@ def _layout(value: Any, pad: str, depth: int, out: list[str]) -> None:
         out.append("{")
         for k, (key, v) in enumerate(value.items()):
             out.append(",\n" if k else "\n")
-            out.append(inner + _one_line(key) + ": ")
-            _layout(v, inner, depth + 1, out)
+            if type(v) in _PLAIN_TYPES:  # most fields: the line whole, no call of _layout
+                out.append(inner + _scalar(key) + ": " + _scalar(v))
+            else:
+                out.append(inner + _scalar(key) + ": ")
+                _layout(v, inner, depth + 1, out)
         out.append("\n" + pad + "}")
     elif _table(value):
         inner = pad + "  "
-        out.append("[")
-        for k, v in enumerate(value):
-            out.append(",\n" if k else "\n")
-            out.append(inner)
-            _layout(v, inner, depth + 1, out)
-        out.append("\n" + pad + "]")
+        rows = []
+        for v in value:
+            if type(v) is dict and _on_one_line(v, depth + 1):  # most rows: one line each
+                rows.append(_one_line(v))
+            else:
+                row: list[str] = []
+                _layout(v, inner, depth + 1, row)
+                rows.append("".join(row))
+        out.append("[\n" + inner + (",\n" + inner).join(rows) + "\n" + pad + "]")
     else:
         out.append(_one_line(value))
 
