@@ -1140,7 +1140,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     post_get, post_places, post_offset = post.get, post.places, post.offset
     rank = {size: k for k, size in enumerate(sorted(set(group_size.values()), reverse=True))}
     span = len(post) + 1  # past every position
-    keys: list[int] = []
+    group_keys: list[int] = []
     for g, members in temp_groups:
         if len(members) == 1:  # most groups: post.get inline
             v = members[0]
@@ -1149,8 +1149,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             at = 0 if k is None else post_offset[v.computation] + k
         else:
             at = min(post_get(v.computation, v.instruction, 0) for v in members)
-        keys.append(rank[group_size[g]] * span + at)
-    temp_groups = _sort_ties_apart(temp_groups, keys, lambda gm: buffer_key(gm[1]))
+        group_keys.append(rank[group_size[g]] * span + at)
+    temp_groups = _sort_ties_apart(temp_groups, group_keys, lambda gm: buffer_key(gm[1]))
     heap_slots: list[_Slot] = []
     delayed: list[tuple[int, list[Value]]] = []
     # Each group of temporaries, largest first, into an output's or a donated parameter's
