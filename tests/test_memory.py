@@ -472,6 +472,61 @@ def test_the_compiled_builder_steps_are_the_python_ones(path: str,
 
 
 @needs_heaptree
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_the_compiled_handoff_rule_is_the_python_one(path: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """_heaptree.Handoff (the take-over rule _assign asks about two values where one dies as
+    the other is defined) gives every fixture's fused and unfused analyses the Python rule
+    gives them: the same values, buffers and figures."""
+    from hloscope.analysis import liveness
+    module = hloscope.parse_file(path)
+    be = backend_for(module)
+    runs = []
+    for rule in (liveness.COMPILED_HANDOFF, None):
+        with monkeypatch.context() as m:
+            m.setattr(liveness, "COMPILED_HANDOFF", rule)
+            runs.append([(a.values, a.buffers, a.figures)
+                         for a in (analyze(module, be), unfused_analysis(module, be)[0])])
+    assert runs[0] == runs[1]
+
+
+@needs_heaptree
+def test_the_compiled_handoff_rule_answers_as_the_python_one() -> None:
+    """Handoff(instr_at, trees, share)(earlier, later): no take-over by a copy, nor where no
+    operand names earlier's value; else share's word for the operand that does; a missing
+    instruction is the KeyError the Python raises; bad arguments are errors."""
+    from hloscope.analysis import _heaptree
+    from hloscope.analysis.liveness import Value
+    m = hloscope.parse(
+        "HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n"
+        "  a = f32[4]{0} negate(p)\n  c = f32[4]{0} copy(a)\n"
+        "  ROOT b = f32[4]{0} add(c, a)\n}\n")
+    instr_at = {("e", i.name): i for i in m.entry.instructions}
+    trees = {("e", "p"): {(): 0}, ("e", "a"): {(): 1}, ("e", "c"): {(): 2},
+             ("e", "b"): {(): 3}}
+
+    def value(vid: int, name: str) -> Value:
+        return Value(vid, name, "e", (), "f32[4]{0}", 16, 16, 16, vid, vid + 1, 0, False)
+    asked: list[tuple[str, int]] = []
+
+    def share(instr, k, shape, index):  # type: ignore[no-untyped-def]
+        asked.append((instr.name, k))
+        assert shape is instr_at[("e", instr.operands[k])].shape and index == ()
+        return k == 1
+    rule = _heaptree.Handoff(instr_at, trees, share)
+    assert rule(value(1, "a"), value(3, "b")) is True and asked == [("b", 1)]
+    assert rule(value(2, "c"), value(3, "b")) is False and asked[-1] == ("b", 0)
+    assert rule(value(1, "a"), value(2, "c")) is False and len(asked) == 2  # a copy: not asked
+    assert rule(value(0, "p"), value(3, "b")) is False and len(asked) == 2  # not its operand
+    with pytest.raises(KeyError):
+        rule(value(1, "a"), value(9, "x"))
+    with pytest.raises(TypeError):
+        _heaptree.Handoff(instr_at, trees, None)
+    with pytest.raises(TypeError):
+        _heaptree.Handoff([], trees, share)
+
+
+@needs_heaptree
 def test_the_compiled_builder_step_stops_where_the_python_must_speak() -> None:
     """plain_steps leaves to the Python, untouched, an instruction that is not a plain step:
     a stop opcode, an async suffix, a tuple shape, an operand without a tree (where the Python

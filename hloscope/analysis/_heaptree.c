@@ -1649,6 +1649,149 @@ fail:
     return NULL;
 }
 
+
+/* ---- Handoff: liveness._assign's handoff(earlier, later), compiled ------------------------
+ *
+ * Handoff(instr_at, trees, share) is a callable: handoff(earlier, later) -> bool, whether
+ * later may take over earlier's buffer where earlier dies: later's instruction is not a copy,
+ * and for an operand of it whose tree's root value is earlier, share(instruction, operand
+ * index, the operand's shape, later's index) says yes (the backend's rule, with the module
+ * bound). The Python closure in _assign is the reference. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *instr_at, *trees, *share;
+} Handoff;
+
+static PyObject *copy_text = NULL, *shape_text = NULL, *get_name = NULL;
+
+static void handoff_dealloc(Handoff *h) {
+    PyObject_GC_UnTrack(h);
+    Py_CLEAR(h->instr_at);
+    Py_CLEAR(h->trees);
+    Py_CLEAR(h->share);
+    Py_TYPE(h)->tp_free((PyObject *)h);
+}
+
+static int handoff_traverse(Handoff *h, visitproc visit, void *arg) {
+    Py_VISIT(h->instr_at);
+    Py_VISIT(h->trees);
+    Py_VISIT(h->share);
+    return 0;
+}
+
+static PyObject *handoff_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *instr_at, *trees, *share;
+    if (!PyArg_ParseTuple(args, "O!O!O:Handoff", &PyDict_Type, &instr_at, &PyDict_Type, &trees,
+                          &share))
+        return NULL;
+    if (!PyCallable_Check(share)) {
+        PyErr_SetString(PyExc_TypeError, "Handoff: share must be callable");
+        return NULL;
+    }
+    if (!copy_text) {
+        copy_text = PyUnicode_InternFromString("copy");
+        shape_text = PyUnicode_InternFromString("shape");
+        if (!copy_text || !shape_text) return NULL;
+    }
+    Handoff *h = (Handoff *)type->tp_alloc(type, 0);
+    if (!h) return NULL;
+    h->instr_at = Py_NewRef(instr_at);
+    h->trees = Py_NewRef(trees);
+    h->share = Py_NewRef(share);
+    return (PyObject *)h;
+}
+
+/* KeyError(key) where a lookup that must find finds nothing */
+static PyObject *must_get(PyObject *dict, PyObject *key) {
+    PyObject *got = PyDict_GetItemWithError(dict, key);
+    if (!got && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, key);
+    return got;
+}
+
+static PyObject *handoff_call(Handoff *h, PyObject *args, PyObject *kwds) {
+    PyObject *earlier, *later;
+    if (!PyArg_ParseTuple(args, "OO:handoff", &earlier, &later)) return NULL;
+    PyObject *comp = PyObject_GetAttr(later, computation_name);
+    PyObject *iname = comp ? PyObject_GetAttr(later, instruction_name) : NULL;
+    PyObject *key = iname ? PyTuple_Pack(2, comp, iname) : NULL;
+    PyObject *instr = key ? must_get(h->instr_at, key) : NULL;  /* borrowed */
+    PyObject *opcode = instr ? PyObject_GetAttr(instr, opcode_name) : NULL;
+    PyObject *eid = opcode ? PyObject_GetAttr(earlier, id_name) : NULL;
+    PyObject *operands = eid ? PyObject_GetAttr(instr, operands_name) : NULL;
+    PyObject *seq = operands ? PySequence_Fast(operands, "operands must be a sequence") : NULL;
+    PyObject *result = NULL;
+    Py_XDECREF(iname);
+    Py_XDECREF(key);
+    Py_XDECREF(operands);
+    if (!seq) goto done;
+    int copy = opcode == copy_text ||
+        (PyUnicode_Check(opcode) && PyUnicode_Compare(opcode, copy_text) == 0);
+    if (copy) {  /* a copy exists to make a second buffer: it never takes one over */
+        result = Py_NewRef(Py_False);
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
+        PyObject *tk = PyTuple_Pack(2, comp, PySequence_Fast_GET_ITEM(seq, k));
+        PyObject *tree = tk ? must_get(h->trees, tk) : NULL;
+        PyObject *root = NULL;
+        if (tree && PyDict_Check(tree)) {  /* a tree is a dict: .get(()) without the call */
+            root = PyDict_GetItemWithError(tree, empty_tuple);
+            root = root ? Py_NewRef(root) : PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        } else if (tree) {
+            root = PyObject_CallMethodOneArg(tree, get_name, empty_tuple);
+        }
+        if (!root) { Py_XDECREF(tk); goto done; }
+        int same = root == Py_None ? 0 : PyObject_RichCompareBool(root, eid, Py_EQ);
+        Py_DECREF(root);
+        if (same <= 0) {
+            Py_DECREF(tk);
+            if (same < 0) goto done;
+            continue;
+        }
+        PyObject *op_instr = PyDict_GetItemWithError(h->instr_at, tk);  /* borrowed */
+        Py_DECREF(tk);
+        if (!op_instr) {
+            if (PyErr_Occurred()) goto done;
+            continue;
+        }
+        PyObject *shape = PyObject_GetAttr(op_instr, shape_text);
+        PyObject *index = shape ? PyObject_GetAttr(later, index_name) : NULL;
+        PyObject *k_obj = index ? PyLong_FromSsize_t(k) : NULL;
+        PyObject *answer = k_obj ? PyObject_CallFunctionObjArgs(h->share, instr, k_obj, shape,
+                                                               index, NULL) : NULL;
+        Py_XDECREF(shape);
+        Py_XDECREF(index);
+        Py_XDECREF(k_obj);
+        int yes = answer ? PyObject_IsTrue(answer) : -1;
+        Py_XDECREF(answer);
+        if (yes < 0) goto done;
+        if (yes) {
+            result = Py_NewRef(Py_True);
+            goto done;
+        }
+    }
+    result = Py_NewRef(Py_False);
+done:
+    Py_XDECREF(comp);
+    Py_XDECREF(opcode);
+    Py_XDECREF(eid);
+    Py_XDECREF(seq);
+    return result;
+}
+
+static PyTypeObject HandoffType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hloscope.analysis._heaptree.Handoff",
+    .tp_basicsize = sizeof(Handoff),
+    .tp_dealloc = (destructor)handoff_dealloc,
+    .tp_call = (ternaryfunc)handoff_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)handoff_traverse,
+    .tp_new = handoff_new,
+    .tp_doc = "Handoff(instr_at, trees, share): handoff(earlier, later) -> bool, liveness."
+              "_assign's handoff compiled (share: the backend's rule with the module bound).",
+};
+
 static PyMethodDef methods[] = {
     {"plain_steps", (PyCFunction)(void (*)(void))plain_steps, METH_FASTCALL,
      "plain_steps(instrs, i, name, schedule, instr_at, trees, defs, uses, parent, stop, "
@@ -1699,11 +1842,15 @@ PyMODINIT_FUNC PyInit__heaptree(void) {
             !empty_str)
         return NULL;
     if (!start_name || !end_name || !computation_name || !instruction_name || !index_name ||
-            !operands_name || !empty_tuple || PyType_Ready(&OutputTableType) < 0)
+            !operands_name || !empty_tuple || PyType_Ready(&OutputTableType) < 0 ||
+            PyType_Ready(&HandoffType) < 0)
         return NULL;
+    get_name = PyUnicode_InternFromString("get");
+    if (!get_name) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    if (PyModule_AddObjectRef(m, "OutputTable", (PyObject *)&OutputTableType) < 0) {
+    if (PyModule_AddObjectRef(m, "OutputTable", (PyObject *)&OutputTableType) < 0 ||
+            PyModule_AddObjectRef(m, "Handoff", (PyObject *)&HandoffType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

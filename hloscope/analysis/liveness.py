@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import accumulate
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TypeVar
@@ -660,6 +661,10 @@ def _make_values(defs: list[tuple[str, Instruction, Index, Shape, int]], uses: l
     return values
 
 
+# _assign's handoff rule, compiled (None: the Python closure, the reference).
+COMPILED_HANDOFF: Optional[Callable[..., Callable[[Value, Value], bool]]] = \
+    compiled("hloscope.analysis._heaptree", "Handoff")
+
 # The builder's common step, compiled (_Builder.run; None: the Python only). The opcodes
 # that are not plain steps: run's other cases (an in-place backend's adds the ops that may
 # write in place).
@@ -1050,7 +1055,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     outputs = OUTPUT_TABLE(output_slots, end)
     position = {s.id: k for k, s in enumerate(output_slots)}
 
-    def handoff(earlier: Value, later: Value) -> bool:
+    def handoff_py(earlier: Value, later: Value) -> bool:
         """May ``later`` take over ``earlier``'s buffer at the instruction where it dies? The
         operand may name the value through a view (XLA's LiveRangeStrictlyBefore), and the
         value may come from another computation: XLA asks about the use, an operand of
@@ -1070,6 +1075,11 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
                                                  later.index):
                 return True
         return False
+
+    # The same rule in C where it is built, the backend's share rule called with the module
+    # bound (the closure above is the reference: tests compare the two).
+    handoff: Callable[[Value, Value], bool] = handoff_py if COMPILED_HANDOFF is None else \
+        COMPILED_HANDOFF(instr_at, trees, partial(be.share, module))
 
     def dying_operands(v: Value, elements: bool = True) -> Iterator[Value]:
         """The operands of ``v``'s instruction that _dying gives (the heap simulator asks
