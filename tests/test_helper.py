@@ -135,6 +135,24 @@ def test_a_forked_child_computes_the_unfused_part_as_this_process_does() -> None
 
 
 @FORKS
+def test_while_a_forked_child_runs_neither_process_places_in_a_thread() -> None:
+    """Both cores are busy while the child computes: heap orders are placed one after the
+    other in this process until it has the child's answer (or has stopped it), and in the
+    child."""
+    from hloscope.analysis import heap
+    module = parse(_text(POST), POST)
+    before = heap.SIDE_BY_SIDE
+    assert before > 0
+    child = helper.ForkedUnfused(module, "cpu")
+    assert heap.SIDE_BY_SIDE == 0
+    assert child.result() is not None and heap.SIDE_BY_SIDE == before
+    child = helper.ForkedUnfused(module, "cpu")
+    assert heap.SIDE_BY_SIDE == 0
+    child.close()
+    assert heap.SIDE_BY_SIDE == before
+
+
+@FORKS
 def test_a_forked_child_that_fails_answers_none(monkeypatch) -> None:
     def broken(module, backend):  # type: ignore[no-untyped-def]
         raise RuntimeError("no estimate here")

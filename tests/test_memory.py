@@ -674,12 +674,12 @@ def test_pack_gives_what_placing_every_order_in_full_gives(specs, alignment, ord
     got = pack(intervals, alignment, orders)
     assert (got.order, got.offsets, got.heap_size) == (name, offsets, heap)
     # The two compiled orders side by side (threads), however few the buffers and cores.
-    side, cores = heap_module.SIDE_BY_SIDE, heap_module._cores
+    side, cores = heap_module.SIDE_BY_SIDE, heap_module.cores
     try:
-        heap_module.SIDE_BY_SIDE, heap_module._cores = 1, lambda: 2
+        heap_module.SIDE_BY_SIDE, heap_module.cores = 1, lambda: 2
         got = pack(intervals, alignment, orders)
     finally:
-        heap_module.SIDE_BY_SIDE, heap_module._cores = side, cores
+        heap_module.SIDE_BY_SIDE, heap_module.cores = side, cores
     assert (got.order, got.offsets, got.heap_size) == (name, offsets, heap)
     compiled = heap_module._compiled_place
     try:

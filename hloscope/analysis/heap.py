@@ -596,7 +596,7 @@ def pack(intervals: list[Interval], alignment: int = 1,
     compiled = _compiled_place is not None and all(p is _place_tree for p in placers.values())
     bound = packing_bound(intervals, alignment) if len(orders) > 1 and not compiled else -1
     if compiled and len(orders) == 2 and SIDE_BY_SIDE and len(intervals) >= SIDE_BY_SIDE \
-            and _cores() > 1:
+            and cores() > 1:
         return _side_by_side(intervals, alignment, (orders[0], orders[1]),
                              [keys[name] for name in orders])
     best: Placement | None = None
@@ -621,7 +621,8 @@ def pack(intervals: list[Interval], alignment: int = 1,
 SIDE_BY_SIDE = 1000
 
 
-def _cores() -> int:
+def cores() -> int:
+    """The processors this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux

@@ -32,18 +32,13 @@ import sys
 import threading
 from typing import Optional
 
+from hloscope.analysis import heap
+from hloscope.analysis.heap import cores
 from hloscope.analysis.memory import UnfusedPart, unfused_part
 from hloscope.hlo.ir import Module
 
 # Off: every part is computed in the calling process (tests compare the two).
 ENABLED = True
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 # Texts smaller than this (characters) are analysed in one process: a helper takes about
@@ -124,7 +119,16 @@ class ForkedUnfused:
     def __init__(self, module: Module, backend: Optional[str],
                  schedulers: Optional[tuple[str, ...]] = None) -> None:
         read, write = os.pipe()
-        pid = os.fork()
+        # Both processes now keep a core busy: neither places its heap orders side by side in
+        # a thread of its own (heap.SIDE_BY_SIDE), which would only take a core from the
+        # other. This process places them so again once the child is done.
+        self._side_by_side = heap.SIDE_BY_SIDE
+        heap.SIDE_BY_SIDE = 0
+        try:
+            pid = os.fork()
+        except OSError:
+            self._done()
+            raise
         if pid == 0:  # the child: answer through the pipe, and leave without cleaning up
             code = 1
             try:
@@ -141,6 +145,9 @@ class ForkedUnfused:
         self._pid: Optional[int] = pid
         self._read = read
 
+    def _done(self) -> None:
+        heap.SIDE_BY_SIDE = self._side_by_side
+
     def result(self) -> Optional[UnfusedPart]:
         """The child's answer (waiting for it), or None if it has none."""
         pid, self._pid = self._pid, None
@@ -153,6 +160,8 @@ class ForkedUnfused:
             part = pickle.loads(data) if status == 0 and data else None
         except Exception:  # noqa: BLE001 - any failure there means: compute it here
             part = None
+        finally:
+            self._done()
         return part if isinstance(part, UnfusedPart) else None
 
     def close(self) -> None:
@@ -165,6 +174,7 @@ class ForkedUnfused:
             except ProcessLookupError:
                 pass
             os.waitpid(pid, 0)
+            self._done()
 
 
 def single_threaded() -> bool:
@@ -202,6 +212,7 @@ def split_schedulers(schedulers: tuple[str, ...]
 
 def _serve() -> int:
     gc.disable()  # a short-lived process whose objects all live to its end
+    heap.SIDE_BY_SIDE = 0  # the process that started this one works meanwhile: no core spare
     from hloscope.hlo.parser import parse
     data = sys.stdin.buffer.read()
     if not data:
