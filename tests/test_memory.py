@@ -720,6 +720,26 @@ def test_the_board_gives_up_where_the_other_order_s_heap_says(specs, alignment, 
         assert board[0] == (got[1] if complete else _C_EXACT) and board[1] == other
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 5)), max_size=60))
+def test_ties_are_broken_only_where_keys_are_equal(rows) -> None:  # type: ignore
+    """_sort_ties_apart (the order of the temporaries) sorts by (key, tie break), stable
+    where both are equal, and asks the tie break only of items whose key another shares."""
+    from collections import Counter
+
+    from hloscope.analysis.liveness import _sort_ties_apart
+    items = [(key, tie, i) for i, (key, tie) in enumerate(rows)]
+    asked: list[int] = []
+
+    def tie_break(item):  # type: ignore[no-untyped-def]
+        asked.append(item[2])
+        return item[1]
+    got = _sort_ties_apart(items, [key for key, _, _ in items], tie_break)
+    assert got == sorted(items, key=lambda it: (it[0], it[1]))
+    shared = Counter(key for key, _ in rows)
+    assert sorted(asked) == [i for i, (key, _) in enumerate(rows) if shared[key] > 1]
+
+
 def test_packing_bound_counts_a_buffer_once_and_rounds_all_but_the_top() -> None:
     from hloscope.analysis.heap import Interval, packing_bound
     # Two ranges of one buffer that meet at time 5 count it once there.

@@ -1348,18 +1348,18 @@ def _sort_ties_apart(items: list[T], keys: list[int],
     """``items`` sorted by (their ``keys``, ``tie_break``), with ``tie_break`` computed only
     where two keys are equal."""
     order = sorted(range(len(items)), key=keys.__getitem__)
-    out: list[T] = []
-    start, n = 0, len(order)
-    while start < n:
-        key = keys[order[start]]
-        stop = start + 1
-        while stop < n and keys[order[stop]] == key:
+    out = [items[k] for k in order]
+    ranked = [keys[k] for k in order]
+    # The places where a key equals the one before (few: most keys are unique), joined into
+    # runs [start, stop), each sorted by tie_break.
+    later = [i for i in range(1, len(ranked)) if ranked[i] == ranked[i - 1]]
+    k = 0
+    while k < len(later):
+        start = stop = later[k]
+        while k < len(later) and later[k] == stop:
             stop += 1
-        if stop - start == 1:
-            out.append(items[order[start]])
-        else:
-            out.extend(sorted((items[k] for k in order[start:stop]), key=tie_break))
-        start = stop
+            k += 1
+        out[start - 1:stop] = sorted(out[start - 1:stop], key=tie_break)
     return out
 
 
