@@ -435,57 +435,31 @@ def test_the_compiled_output_table_gives_the_python_analysis(path: str) -> None:
     assert runs[0] == runs[1]
 
 
-@needs_heaptree
-@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
-def test_the_compiled_values_are_the_python_ones(path: str,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """_heaptree.make_values makes every fixture's values, fused and unfused, as
-    liveness._make_values does: field by field, sources and op names too."""
-    from hloscope.analysis import liveness
-    module = hloscope.parse_file(path)
-    be = backend_for(module)
-    runs = []
-    for maker in (liveness._compiled_make_values, None):
-        with monkeypatch.context() as m:
-            m.setattr(liveness, "_compiled_make_values", maker)
-            runs.append([[(v, v.op_name, v.source) for v in a.values]
-                         for a in (analyze(module, be), unfused_analysis(module, be)[0])])
-    assert runs[0] == runs[1]
+# The switches between a compiled loop of the liveness and its Python reference (None: the
+# Python): make_values (the values), plain_steps (the builder's common step), Handoff (the
+# take-over rule the assignment asks).
+COMPILED_SWITCHES = {"values": "_compiled_make_values", "builder step": "_plain_steps",
+                     "handoff rule": "COMPILED_HANDOFF"}
 
 
 @needs_heaptree
+@pytest.mark.parametrize("switch", COMPILED_SWITCHES)
 @pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
-def test_the_compiled_builder_steps_are_the_python_ones(path: str,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """_heaptree.plain_steps (the builder's common step) gives every fixture's fused and
-    unfused analyses the Python builder gives them: the same schedule, values and buffers."""
+def test_each_compiled_loop_gives_the_python_analysis(path: str, switch: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each compiled loop of the liveness gives every fixture's fused and unfused analyses
+    what its Python reference gives them: the same schedule, values (field by field, sources
+    and op names too), buffers and figures."""
     from hloscope.analysis import liveness
+    name = COMPILED_SWITCHES[switch]
     module = hloscope.parse_file(path)
     be = backend_for(module)
     runs = []
-    for steps in (liveness._plain_steps, None):
+    for loop in (getattr(liveness, name), None):
         with monkeypatch.context() as m:
-            m.setattr(liveness, "_plain_steps", steps)
-            runs.append([(a.schedule, a.values, a.buffers, a.figures)
-                         for a in (analyze(module, be), unfused_analysis(module, be)[0])])
-    assert runs[0] == runs[1]
-
-
-@needs_heaptree
-@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
-def test_the_compiled_handoff_rule_is_the_python_one(path: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """_heaptree.Handoff (the take-over rule _assign asks about two values where one dies as
-    the other is defined) gives every fixture's fused and unfused analyses the Python rule
-    gives them: the same values, buffers and figures."""
-    from hloscope.analysis import liveness
-    module = hloscope.parse_file(path)
-    be = backend_for(module)
-    runs = []
-    for rule in (liveness.COMPILED_HANDOFF, None):
-        with monkeypatch.context() as m:
-            m.setattr(liveness, "COMPILED_HANDOFF", rule)
-            runs.append([(a.values, a.buffers, a.figures)
+            m.setattr(liveness, name, loop)
+            runs.append([(a.schedule, [(v, v.op_name, v.source) for v in a.values], a.buffers,
+                          a.figures)
                          for a in (analyze(module, be), unfused_analysis(module, be)[0])])
     assert runs[0] == runs[1]
 
