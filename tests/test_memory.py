@@ -494,10 +494,38 @@ def test_the_compiled_handoff_rule_answers_as_the_python_one() -> None:
     assert rule(value(0, "p"), value(3, "b")) is False and len(asked) == 2  # not its operand
     with pytest.raises(KeyError):
         rule(value(1, "a"), value(9, "x"))
+    # an object that is not a Value is read by name, to the same answer
+    from types import SimpleNamespace
+    later = SimpleNamespace(id=3, instruction="b", computation="e", index=(), start=3, end=4)
+    assert rule(SimpleNamespace(id=1), later) is True and asked[-1] == ("b", 1)
     with pytest.raises(TypeError):
         _heaptree.Handoff(instr_at, trees, None)
     with pytest.raises(TypeError):
         _heaptree.Handoff([], trees, share)
+
+
+@needs_heaptree
+def test_only_a_class_with_the_value_slots_binds() -> None:
+    """bind_value takes a class whose id, instruction, computation, index, start and end are
+    object slots of its own (liveness.Value, bound at import); anything else is refused (the
+    compiled loops then read such objects by name, as any object not of the bound class)."""
+    from dataclasses import dataclass as plain_dataclass
+
+    from hloscope.analysis import _heaptree
+
+    @plain_dataclass(slots=True)
+    class Partial:
+        id: int
+        instruction: str
+
+    class Properties:
+        id = instruction = computation = index = start = end = property(lambda self: 0)
+    with pytest.raises(TypeError):
+        _heaptree.bind_value(3)
+    with pytest.raises(AttributeError):
+        _heaptree.bind_value(Partial)
+    with pytest.raises(TypeError):
+        _heaptree.bind_value(Properties)
 
 
 @needs_heaptree

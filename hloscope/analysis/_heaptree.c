@@ -14,6 +14,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -529,13 +530,58 @@ typedef struct {
 
 static PyObject *start_name = NULL, *end_name = NULL;
 
+/* A Value's fields read from their slots (liveness.Value, a dataclass with slots: the offsets
+ * found once by bind_value, through the class's member descriptors); any other object, or
+ * before bind_value, by name. */
+enum { V_ID, V_INSTRUCTION, V_COMPUTATION, V_INDEX, V_START, V_END, V_COUNT };
+static const char *value_field_texts[V_COUNT] = {"id", "instruction", "computation", "index",
+                                                 "start", "end"};
+static PyObject *value_field_names[V_COUNT];
+static PyTypeObject *value_type = NULL;
+static Py_ssize_t value_offsets[V_COUNT];
+
+/* Field k of v, a new reference. */
+static PyObject *vfield(PyObject *v, int k) {
+    if (value_type && Py_IS_TYPE(v, value_type)) {
+        PyObject *x = *(PyObject **)((char *)v + value_offsets[k]);
+        if (x) return Py_NewRef(x);
+    }
+    return PyObject_GetAttr(v, value_field_names[k]);
+}
+
+/* bind_value(Value): read Values' slots directly from now on (each of value_field_texts must
+ * be an object slot of the class itself, else TypeError and reads stay by name). */
+static PyObject *bind_value(PyObject *self, PyObject *type) {
+    if (!PyType_Check(type)) {
+        PyErr_SetString(PyExc_TypeError, "bind_value(Value): a class");
+        return NULL;
+    }
+    Py_ssize_t offsets[V_COUNT];
+    for (int k = 0; k < V_COUNT; k++) {
+        PyObject *d = PyObject_GetAttr(type, value_field_names[k]);
+        if (!d) return NULL;
+        int plain = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+            ((PyMemberDescrObject *)d)->d_common.d_type == (PyTypeObject *)type;
+        PyMemberDef *m = plain ? ((PyMemberDescrObject *)d)->d_member : NULL;
+        Py_DECREF(d);
+        if (!m || m->type != T_OBJECT_EX) {
+            PyErr_Format(PyExc_TypeError, "field %R is not an object slot", value_field_names[k]);
+            return NULL;
+        }
+        offsets[k] = m->offset;
+    }
+    memcpy(value_offsets, offsets, sizeof offsets);
+    Py_XSETREF(value_type, (PyTypeObject *)Py_NewRef(type));
+    Py_RETURN_NONE;
+}
+
 static int value_range(PyObject *v, int64_t *start, int64_t *end) {
-    PyObject *s = PyObject_GetAttr(v, start_name);
+    PyObject *s = vfield(v, V_START);
     if (!s) return -1;
     *start = PyLong_AsLongLong(s);
     Py_DECREF(s);
     if (*start == -1 && PyErr_Occurred()) return -1;
-    PyObject *e = PyObject_GetAttr(v, end_name);
+    PyObject *e = vfield(v, V_END);
     if (!e) return -1;
     *end = PyLong_AsLongLong(e);
     Py_DECREF(e);
@@ -824,11 +870,11 @@ static PyObject *output_table_find(OutputTable *t, PyObject *args) {
 static PyObject *computation_name = NULL, *instruction_name = NULL, *index_name = NULL,
                 *operands_name = NULL, *empty_tuple = NULL;
 
-/* attribute `name` of v equals (as a str) that of u? 1, 0, or -1 */
-static int same_attr(PyObject *v, PyObject *u, PyObject *name) {
-    PyObject *a = PyObject_GetAttr(v, name);
+/* Value field k of v equals (as a str) that of u? 1, 0, or -1 */
+static int same_field(PyObject *v, PyObject *u, int k) {
+    PyObject *a = vfield(v, k);
     if (!a) return -1;
-    PyObject *b = PyObject_GetAttr(u, name);
+    PyObject *b = vfield(u, k);
     if (!b) { Py_DECREF(a); return -1; }
     int same = a == b ? 1 : PyObject_RichCompareBool(a, b, Py_EQ);
     Py_DECREF(a);
@@ -839,8 +885,8 @@ static int same_attr(PyObject *v, PyObject *u, PyObject *name) {
 /* Does operand name `op` read the value u as its defining instruction itself (u is that
  * instruction's value at index (), not an element of it)? 1, 0, or -1. */
 static int reads_itself(PyObject *u, PyObject *op) {
-    PyObject *uinstr = PyObject_GetAttr(u, instruction_name);
-    PyObject *uindex = uinstr ? PyObject_GetAttr(u, index_name) : NULL;
+    PyObject *uinstr = vfield(u, V_INSTRUCTION);
+    PyObject *uindex = uinstr ? vfield(u, V_INDEX) : NULL;
     int direct = -1;
     if (uindex) {
         direct = uinstr == op ? 1 : PyObject_RichCompareBool(uinstr, op, Py_EQ);
@@ -873,8 +919,8 @@ static Py_ssize_t operand_share(OutputTable *t, Temps *c, PyObject *members, con
              *operands = NULL, *seq = NULL;
     Py_ssize_t found = -2, m = PyList_GET_SIZE(members);
     int64_t vs = ms[0];
-    comp = PyObject_GetAttr(v, computation_name);
-    iname = comp ? PyObject_GetAttr(v, instruction_name) : NULL;
+    comp = vfield(v, V_COMPUTATION);
+    iname = comp ? vfield(v, V_INSTRUCTION) : NULL;
     key = iname ? PyTuple_Pack(2, comp, iname) : NULL;
     PyObject *instr = key ? PyDict_GetItemWithError(c->instr_at, key) : NULL;
     if (!instr) {
@@ -911,7 +957,7 @@ static Py_ssize_t operand_share(OutputTable *t, Temps *c, PyObject *members, con
         Py_ssize_t k = g >= 0 && g < c->nalloc ? c->alloc[g] : -1;
         if (k < 0 || c->out_size[k] < size) continue;
         /* _dying(v, op, u, True): u in v's computation, read as itself or as an element */
-        int same = same_attr(v, u, computation_name);
+        int same = same_field(v, u, V_COMPUTATION);
         if (same < 0) { found = -2; break; }
         if (!same) continue;
         int direct = reads_itself(u, op);
@@ -1289,7 +1335,7 @@ static PyObject *heap_keys(PyObject *self, PyObject *args) {
         first_of[k] = at;
         PyObject *ms = PyList_GET_ITEM(members, k);
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(ms); j++, at++) {
-            PyObject *v = PyList_GET_ITEM(ms, j), *id = PyObject_GetAttr(v, id_name);
+            PyObject *v = PyList_GET_ITEM(ms, j), *id = vfield(v, V_ID);
             if (!id) goto done;
             m[at].vid = PyLong_AsSsize_t(id);
             m[at].key = PyDict_GetItemWithError(xla_id, id);
@@ -1416,7 +1462,7 @@ static PyObject *heap_takeovers(PyObject *self, PyObject *args) {
     if (!placed || !taken) { PyErr_NoMemory(); goto done; }
     if (!out) goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(order); i++) {
-        PyObject *v = PyList_GET_ITEM(order, i), *vid_obj = PyObject_GetAttr(v, id_name);
+        PyObject *v = PyList_GET_ITEM(order, i), *vid_obj = vfield(v, V_ID);
         if (!vid_obj) goto done;
         Py_ssize_t vid = PyLong_AsSsize_t(vid_obj);
         Py_DECREF(vid_obj);
@@ -1431,8 +1477,8 @@ static PyObject *heap_takeovers(PyObject *self, PyObject *args) {
         if (kinds[g] == 2) {
             int64_t vs, ve;
             if (value_range(v, &vs, &ve) < 0) goto done;
-            PyObject *comp = PyObject_GetAttr(v, computation_name);
-            PyObject *iname = comp ? PyObject_GetAttr(v, instruction_name) : NULL;
+            PyObject *comp = vfield(v, V_COMPUTATION);
+            PyObject *iname = comp ? vfield(v, V_INSTRUCTION) : NULL;
             PyObject *key = iname ? PyTuple_Pack(2, comp, iname) : NULL;
             PyObject *instr = key ? PyDict_GetItemWithError(instr_at, key) : NULL;
             if (!instr && key && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, key);
@@ -1465,7 +1511,7 @@ static PyObject *heap_takeovers(PyObject *self, PyObject *args) {
                 int64_t us, ue;
                 if (value_range(u, &us, &ue) < 0) { error = 1; break; }
                 if (ue != vs) continue;
-                int same = same_attr(v, u, computation_name);
+                int same = same_field(v, u, V_COMPUTATION);
                 if (same < 0) { error = 1; break; }
                 if (!same) continue;
                 int direct = reads_itself(u, op);
@@ -1711,12 +1757,12 @@ static PyObject *must_get(PyObject *dict, PyObject *key) {
 static PyObject *handoff_call(Handoff *h, PyObject *args, PyObject *kwds) {
     PyObject *earlier, *later;
     if (!PyArg_ParseTuple(args, "OO:handoff", &earlier, &later)) return NULL;
-    PyObject *comp = PyObject_GetAttr(later, computation_name);
-    PyObject *iname = comp ? PyObject_GetAttr(later, instruction_name) : NULL;
+    PyObject *comp = vfield(later, V_COMPUTATION);
+    PyObject *iname = comp ? vfield(later, V_INSTRUCTION) : NULL;
     PyObject *key = iname ? PyTuple_Pack(2, comp, iname) : NULL;
     PyObject *instr = key ? must_get(h->instr_at, key) : NULL;  /* borrowed */
     PyObject *opcode = instr ? PyObject_GetAttr(instr, opcode_name) : NULL;
-    PyObject *eid = opcode ? PyObject_GetAttr(earlier, id_name) : NULL;
+    PyObject *eid = opcode ? vfield(earlier, V_ID) : NULL;
     PyObject *operands = eid ? PyObject_GetAttr(instr, operands_name) : NULL;
     PyObject *seq = operands ? PySequence_Fast(operands, "operands must be a sequence") : NULL;
     PyObject *result = NULL;
@@ -1755,7 +1801,7 @@ static PyObject *handoff_call(Handoff *h, PyObject *args, PyObject *kwds) {
             continue;
         }
         PyObject *shape = PyObject_GetAttr(op_instr, shape_text);
-        PyObject *index = shape ? PyObject_GetAttr(later, index_name) : NULL;
+        PyObject *index = shape ? vfield(later, V_INDEX) : NULL;
         PyObject *k_obj = index ? PyLong_FromSsize_t(k) : NULL;
         PyObject *answer = k_obj ? PyObject_CallFunctionObjArgs(h->share, instr, k_obj, shape,
                                                                index, NULL) : NULL;
@@ -1793,6 +1839,8 @@ static PyTypeObject HandoffType = {
 };
 
 static PyMethodDef methods[] = {
+    {"bind_value", bind_value, METH_O,
+     "bind_value(Value): read liveness.Value's slots directly from now on."},
     {"plain_steps", (PyCFunction)(void (*)(void))plain_steps, METH_FASTCALL,
      "plain_steps(instrs, i, name, schedule, instr_at, trees, defs, uses, parent, stop, "
      "suffixes) -> the index of the first instruction not taken: liveness._Builder.run's "
@@ -1847,6 +1895,9 @@ PyMODINIT_FUNC PyInit__heaptree(void) {
         return NULL;
     get_name = PyUnicode_InternFromString("get");
     if (!get_name) return NULL;
+    for (int k = 0; k < V_COUNT; k++)
+        if (!(value_field_names[k] = PyUnicode_InternFromString(value_field_texts[k])))
+            return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "OutputTable", (PyObject *)&OutputTableType) < 0 ||

@@ -673,6 +673,12 @@ _plain_steps: Optional[Callable[..., int]] = compiled("hloscope.analysis._heaptr
 _NOT_PLAIN = CONTROL_FLOW | _OWN_TREES
 _NOT_PLAIN_IN_PLACE = _NOT_PLAIN | _MAY_BE_IN_PLACE
 
+# The compiled loops read a Value's fields from its slots (by name where it is not built).
+_bind_value: Optional[Callable[[type], None]] = compiled("hloscope.analysis._heaptree",
+                                                         "bind_value")
+if _bind_value is not None:
+    _bind_value(Value)
+
 # The heap simulator's take-overs and the values' maker, compiled.
 _heaptree_takeovers: Optional[Callable[..., list[tuple[int, int]]]] = \
     compiled("hloscope.analysis._heaptree", "heap_takeovers")
