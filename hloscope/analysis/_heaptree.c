@@ -1604,7 +1604,9 @@ static PyObject *plain_steps(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyObject *instr = PyTuple_GET_ITEM(instrs, i);
         PyObject *opcode = PyObject_GetAttr(instr, opcode_name);
         if (!opcode) goto fail;
-        int plain = PyUnicode_Check(opcode) ? !PySet_Contains(stop, opcode) : 0;
+        int stops = PyUnicode_Check(opcode) ? PySet_Contains(stop, opcode) : 1;
+        if (stops < 0) { Py_DECREF(opcode); goto fail; }
+        int plain = !stops;
         for (Py_ssize_t k = 0; plain && k < PyTuple_GET_SIZE(suffixes); k++) {
             Py_ssize_t tail = PyUnicode_Tailmatch(opcode, PyTuple_GET_ITEM(suffixes, k), 0,
                                                   PY_SSIZE_T_MAX, 1);
