@@ -71,6 +71,8 @@ def _scalar(value: Any) -> str:
     if value is None:
         return "null"
     return _one_line(value)
+
+
 _CONTAINERS = (dict, list)
 ROW_DEPTH = 4  # an object this deep (report, targets, a target, its section: 4 levels) is a row
 
