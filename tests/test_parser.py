@@ -235,6 +235,38 @@ def test_errors_are_located_the_same_through_a_small_window(monkeypatch) -> None
     assert "operand 'param_I.1', which is not defined" in str(whole.value)
 
 
+_TABLES_TEXT = ('HloModule m\n\nFileNames\n1 "a.py"\n\nFunctionNames\n1 "f"\n\n'
+                'FileLocations\n1 {file_name_id=1 function_name_id=1 line=3 end_line=3 '
+                'column=1 end_column=2}\n\nStackFrames\n1 {file_location_id=1\n'
+                '  parent_frame_id=1')
+
+
+def test_a_table_row_the_text_ends_in_is_a_located_error() -> None:
+    """A stack-frame row over lines whose '}' never comes (the text ends first) is an error
+    at the row's brace, not an IndexError (found by the mutated-text property test)."""
+    from hloscope.hlo import parser
+    with pytest.raises(parser.HloParseError) as e:
+        parse(_TABLES_TEXT, "t.hlo")
+    assert (e.value.line, e.value.column) == (13, 3)
+    assert "a '}' closing the row of table StackFrames" in str(e.value)
+    assert "end of file" in str(e.value)
+
+
+@pytest.mark.parametrize("window", [1, 16])
+def test_a_table_row_over_lines_across_a_window_edge_parses(window: int, monkeypatch) -> None:
+    """A row over lines that a window of tokens cuts reads as it does whole (parse reads the
+    text again whole), and an unclosed one is the same located error."""
+    from hloscope.hlo import parser
+    text = _TABLES_TEXT + "}\n\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n"
+    whole = parser._Parser(text, "x", window=0).module()
+    monkeypatch.setattr(parser, "WINDOW", window)
+    monkeypatch.setattr(parser, "LINE_PATH", False)
+    assert parse(text) == whole
+    with pytest.raises(parser.HloParseError) as e:
+        parse(_TABLES_TEXT, "t.hlo")
+    assert (e.value.line, e.value.column) == (13, 3)
+
+
 def test_an_operand_list_across_lines_parses() -> None:
     m = parse("HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n"
               "  ROOT b = f32[] add(a,\n     a)\n}\n")

@@ -727,6 +727,9 @@ class _Parser:
                         opened = self.starts[self.i]
                         while kinds[self.i] != "EOF" and values[self.i] != "}":
                             self.i += 1
+                        if kinds[self.i] == "EOF":  # (or the window's end: parse reads again)
+                            raise self.error_at(opened, f"a '}}' closing the row of table "
+                                                f"{table}", "end of file")
                         row = _ROW_COMMENT_RE.sub(" ", self.text[opened + 1:self.starts[self.i]])
                     elif kinds[self.i] == "BRACED":
                         row = _BLOCK_COMMENT_RE.sub(" ", values[self.i][1:-1])
