@@ -528,7 +528,6 @@ typedef struct {
     uint64_t *candidates;         /* the allocations that are not index tables */
 } OutputTable;
 
-static PyObject *start_name = NULL, *end_name = NULL;
 
 /* A Value's fields read from their slots (liveness.Value, a dataclass with slots: the offsets
  * found once by bind_value, through the class's member descriptors); any other object, or
@@ -867,8 +866,7 @@ static PyObject *output_table_find(OutputTable *t, PyObject *args) {
  * reference is _assign's operand_share), else the first allocation from the smallest that
  * fits on (find). The Python rules stay in Python: handoff(earlier, later), and dying(v, op,
  * u, True) for an operand read through an element of a multi-output fusion. */
-static PyObject *computation_name = NULL, *instruction_name = NULL, *index_name = NULL,
-                *operands_name = NULL, *empty_tuple = NULL;
+static PyObject *operands_name = NULL, *shape_name = NULL, *empty_tuple = NULL;
 
 /* Value field k of v equals (as a str) that of u? 1, 0, or -1 */
 static int same_field(PyObject *v, PyObject *u, int k) {
@@ -912,21 +910,34 @@ static PyObject *call_truthy(PyObject *f, PyObject *a, PyObject *b, int *r) {
     return *r < 0 ? NULL : Py_None;
 }
 
+/* dict[key] (borrowed), or NULL with KeyError(key) where it has none (or another error) */
+static PyObject *must_get(PyObject *dict, PyObject *key) {
+    PyObject *got = PyDict_GetItemWithError(dict, key);
+    if (!got && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, key);
+    return got;
+}
+
+/* The instruction that defines value v, instr_at[(v.computation, v.instruction)] (borrowed),
+ * with v's computation in *comp (a new reference, NULL where it could not be read); NULL with
+ * an exception set. */
+static PyObject *defining_instr(PyObject *instr_at, PyObject *v, PyObject **comp) {
+    *comp = vfield(v, V_COMPUTATION);
+    PyObject *iname = *comp ? vfield(v, V_INSTRUCTION) : NULL;
+    PyObject *key = iname ? PyTuple_Pack(2, *comp, iname) : NULL;
+    PyObject *instr = key ? must_get(instr_at, key) : NULL;
+    Py_XDECREF(iname);
+    Py_XDECREF(key);
+    return instr;
+}
+
 /* operand_share: the allocation, -1 where none, -2 with an exception set. */
 static Py_ssize_t operand_share(OutputTable *t, Temps *c, PyObject *members, const int64_t *ms,
                                 const int64_t *me, int64_t size) {
-    PyObject *v = PyList_GET_ITEM(members, 0), *comp = NULL, *iname = NULL, *key = NULL,
-             *operands = NULL, *seq = NULL;
+    PyObject *v = PyList_GET_ITEM(members, 0), *comp = NULL, *operands = NULL, *seq = NULL;
     Py_ssize_t found = -2, m = PyList_GET_SIZE(members);
     int64_t vs = ms[0];
-    comp = vfield(v, V_COMPUTATION);
-    iname = comp ? vfield(v, V_INSTRUCTION) : NULL;
-    key = iname ? PyTuple_Pack(2, comp, iname) : NULL;
-    PyObject *instr = key ? PyDict_GetItemWithError(c->instr_at, key) : NULL;
-    if (!instr) {
-        if (key && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, key);
-        goto done;
-    }
+    PyObject *instr = defining_instr(c->instr_at, v, &comp);
+    if (!instr) goto done;
     operands = PyObject_GetAttr(instr, operands_name);
     seq = operands ? PySequence_Fast(operands, "operands must be a sequence") : NULL;
     if (!seq) goto done;
@@ -981,8 +992,6 @@ static Py_ssize_t operand_share(OutputTable *t, Temps *c, PyObject *members, con
     }
 done:
     Py_XDECREF(comp);
-    Py_XDECREF(iname);
-    Py_XDECREF(key);
     Py_XDECREF(operands);
     Py_XDECREF(seq);
     return found;
@@ -1265,7 +1274,6 @@ typedef struct {
 } HMember;
 
 static int hk_error = 0;
-static PyObject *id_name = NULL;
 
 static int key_order(PyObject *a, PyObject *b) {
     if (a == b || hk_error) return 0;  /* after an error, no more calls into Python */
@@ -1477,16 +1485,11 @@ static PyObject *heap_takeovers(PyObject *self, PyObject *args) {
         if (kinds[g] == 2) {
             int64_t vs, ve;
             if (value_range(v, &vs, &ve) < 0) goto done;
-            PyObject *comp = vfield(v, V_COMPUTATION);
-            PyObject *iname = comp ? vfield(v, V_INSTRUCTION) : NULL;
-            PyObject *key = iname ? PyTuple_Pack(2, comp, iname) : NULL;
-            PyObject *instr = key ? PyDict_GetItemWithError(instr_at, key) : NULL;
-            if (!instr && key && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, key);
+            PyObject *comp;
+            PyObject *instr = defining_instr(instr_at, v, &comp);
             PyObject *operands = instr ? PyObject_GetAttr(instr, operands_name) : NULL;
             PyObject *seq = operands ? PySequence_Fast(operands, "operands must be a sequence")
                                      : NULL;
-            Py_XDECREF(iname);
-            Py_XDECREF(key);
             Py_XDECREF(operands);
             int error = !seq;
             for (Py_ssize_t j = 0; !error && j < PySequence_Fast_GET_SIZE(seq) && over < 0; j++) {
@@ -1563,8 +1566,7 @@ done:
  * instr_at), reads its operands' values at its step (uses) and defines one value (defs, uses,
  * parent; its tree in trees), as run's loop does. Returns the index of the first instruction
  * it did not take (len(instrs) at the end), which run takes in Python, each untouched. */
-static PyObject *element_type_name = NULL, *tuple_text = NULL, *empty_index = NULL,
-                *shape_attr = NULL, *operands_attr = NULL;
+static PyObject *element_type_name = NULL, *tuple_text = NULL;
 
 static PyObject *plain_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 11 || !PyTuple_Check(args[0]) || !PyLong_Check(args[1]) ||
@@ -1579,15 +1581,6 @@ static PyObject *plain_steps(PyObject *self, PyObject *const *args, Py_ssize_t n
     PyObject *instrs = args[0], *name = args[2], *schedule = args[3], *instr_at = args[4],
              *trees = args[5], *defs = args[6], *uses = args[7], *parent = args[8],
              *stop = args[9], *suffixes = args[10];
-    if (!element_type_name) {
-        element_type_name = PyUnicode_InternFromString("element_type");
-        tuple_text = PyUnicode_InternFromString("tuple");
-        empty_index = PyTuple_New(0);
-        shape_attr = PyUnicode_InternFromString("shape");
-        operands_attr = PyUnicode_InternFromString("operands");
-        if (!element_type_name || !tuple_text || !empty_index || !shape_attr || !operands_attr)
-            return NULL;
-    }
     Py_ssize_t n = PyTuple_GET_SIZE(instrs), i = PyLong_AsSsize_t(args[1]);
     if (i < 0) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "plain_steps: i < 0");
@@ -1615,14 +1608,14 @@ static PyObject *plain_steps(PyObject *self, PyObject *const *args, Py_ssize_t n
         }
         Py_DECREF(opcode);
         if (!plain) break;
-        PyObject *shape = PyObject_GetAttr(instr, shape_attr);
+        PyObject *shape = PyObject_GetAttr(instr, shape_name);
         PyObject *etype = shape ? PyObject_GetAttr(shape, element_type_name) : NULL;
         if (!etype) { Py_XDECREF(shape); goto fail; }
         int is_tuple = etype == tuple_text ||
             (PyUnicode_Check(etype) && PyUnicode_Compare(etype, tuple_text) == 0);
         Py_DECREF(etype);
         if (is_tuple) { Py_DECREF(shape); break; }
-        PyObject *operands = PyObject_GetAttr(instr, operands_attr);
+        PyObject *operands = PyObject_GetAttr(instr, operands_name);
         PyObject *ops = operands ? PySequence_Fast(operands, "operands must be a sequence")
                                  : NULL;
         Py_XDECREF(operands);
@@ -1676,9 +1669,9 @@ static PyObject *plain_steps(PyObject *self, PyObject *const *args, Py_ssize_t n
                 if (last < t) PyList_SetItem(uses, at, Py_NewRef(t_obj));
             }
         }
-        PyObject *def = ok ? PyTuple_Pack(5, name, instr, empty_index, shape, t_obj) : NULL;
+        PyObject *def = ok ? PyTuple_Pack(5, name, instr, empty_tuple, shape, t_obj) : NULL;
         PyObject *tree = def ? PyDict_New() : NULL;
-        ok = tree && PyDict_SetItem(tree, empty_index, vid_obj) == 0 &&
+        ok = tree && PyDict_SetItem(tree, empty_tuple, vid_obj) == 0 &&
              PyList_Append(defs, def) == 0 && PyList_Append(uses, t_obj) == 0 &&
              PyList_Append(parent, vid_obj) == 0 && PyDict_SetItem(trees, key, tree) == 0;
         Py_XDECREF(tree);
@@ -1710,7 +1703,7 @@ typedef struct {
     PyObject *instr_at, *trees, *share;
 } Handoff;
 
-static PyObject *copy_text = NULL, *shape_text = NULL, *get_name = NULL;
+static PyObject *copy_text = NULL, *get_name = NULL;
 
 static void handoff_dealloc(Handoff *h) {
     PyObject_GC_UnTrack(h);
@@ -1736,11 +1729,6 @@ static PyObject *handoff_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "Handoff: share must be callable");
         return NULL;
     }
-    if (!copy_text) {
-        copy_text = PyUnicode_InternFromString("copy");
-        shape_text = PyUnicode_InternFromString("shape");
-        if (!copy_text || !shape_text) return NULL;
-    }
     Handoff *h = (Handoff *)type->tp_alloc(type, 0);
     if (!h) return NULL;
     h->instr_at = Py_NewRef(instr_at);
@@ -1749,27 +1737,16 @@ static PyObject *handoff_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)h;
 }
 
-/* KeyError(key) where a lookup that must find finds nothing */
-static PyObject *must_get(PyObject *dict, PyObject *key) {
-    PyObject *got = PyDict_GetItemWithError(dict, key);
-    if (!got && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, key);
-    return got;
-}
-
 static PyObject *handoff_call(Handoff *h, PyObject *args, PyObject *kwds) {
     PyObject *earlier, *later;
     if (!PyArg_ParseTuple(args, "OO:handoff", &earlier, &later)) return NULL;
-    PyObject *comp = vfield(later, V_COMPUTATION);
-    PyObject *iname = comp ? vfield(later, V_INSTRUCTION) : NULL;
-    PyObject *key = iname ? PyTuple_Pack(2, comp, iname) : NULL;
-    PyObject *instr = key ? must_get(h->instr_at, key) : NULL;  /* borrowed */
+    PyObject *comp;
+    PyObject *instr = defining_instr(h->instr_at, later, &comp);  /* borrowed */
     PyObject *opcode = instr ? PyObject_GetAttr(instr, opcode_name) : NULL;
     PyObject *eid = opcode ? vfield(earlier, V_ID) : NULL;
     PyObject *operands = eid ? PyObject_GetAttr(instr, operands_name) : NULL;
     PyObject *seq = operands ? PySequence_Fast(operands, "operands must be a sequence") : NULL;
     PyObject *result = NULL;
-    Py_XDECREF(iname);
-    Py_XDECREF(key);
     Py_XDECREF(operands);
     if (!seq) goto done;
     int copy = opcode == copy_text ||
@@ -1802,7 +1779,7 @@ static PyObject *handoff_call(Handoff *h, PyObject *args, PyObject *kwds) {
             if (PyErr_Occurred()) goto done;
             continue;
         }
-        PyObject *shape = PyObject_GetAttr(op_instr, shape_text);
+        PyObject *shape = PyObject_GetAttr(op_instr, shape_name);
         PyObject *index = shape ? vfield(later, V_INDEX) : NULL;
         PyObject *k_obj = index ? PyLong_FromSsize_t(k) : NULL;
         PyObject *answer = k_obj ? PyObject_CallFunctionObjArgs(h->share, instr, k_obj, shape,
@@ -1873,12 +1850,12 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__heaptree(void) {
-    start_name = PyUnicode_InternFromString("start");
-    end_name = PyUnicode_InternFromString("end");
-    computation_name = PyUnicode_InternFromString("computation");
-    instruction_name = PyUnicode_InternFromString("instruction");
-    index_name = PyUnicode_InternFromString("index");
     operands_name = PyUnicode_InternFromString("operands");
+    shape_name = PyUnicode_InternFromString("shape");
+    element_type_name = PyUnicode_InternFromString("element_type");
+    tuple_text = PyUnicode_InternFromString("tuple");
+    copy_text = PyUnicode_InternFromString("copy");
+    get_name = PyUnicode_InternFromString("get");
     empty_tuple = PyTuple_New(0);
     parameter_name = PyUnicode_InternFromString("parameter");
     opcode_name = PyUnicode_InternFromString("opcode");
@@ -1886,17 +1863,13 @@ PyMODINIT_FUNC PyInit__heaptree(void) {
     op_name_name = PyUnicode_InternFromString("op_name");
     name_name = PyUnicode_InternFromString("name");
     empty_str = PyUnicode_InternFromString("");
-    id_name = PyUnicode_InternFromString("id");
-    if (!id_name) return NULL;
     if (!parameter_name || !opcode_name || !metadata_name || !op_name_name || !name_name ||
             !empty_str)
         return NULL;
-    if (!start_name || !end_name || !computation_name || !instruction_name || !index_name ||
-            !operands_name || !empty_tuple || PyType_Ready(&OutputTableType) < 0 ||
+    if (!operands_name || !shape_name || !element_type_name || !tuple_text || !copy_text ||
+            !get_name || !empty_tuple || PyType_Ready(&OutputTableType) < 0 ||
             PyType_Ready(&HandoffType) < 0)
         return NULL;
-    get_name = PyUnicode_InternFromString("get");
-    if (!get_name) return NULL;
     for (int k = 0; k < V_COUNT; k++)
         if (!(value_field_names[k] = PyUnicode_InternFromString(value_field_texts[k])))
             return NULL;
