@@ -435,6 +435,60 @@ def test_the_compiled_output_table_gives_the_python_analysis(path: str) -> None:
     assert runs[0] == runs[1]
 
 
+@needs_heaptree
+@pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
+def test_compiled_eliminated_groups_give_the_python_ones(path: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """_heaptree.eliminated_groups gives every fixture's intermediates fusion eliminated what
+    memory._eliminated_groups gives: counts, bytes, and each grouping's rows."""
+    from hloscope.analysis import memory
+    module = hloscope.parse_file(path)
+    unfused, expanded, _ = unfused_analysis(module, backend_for(module))
+    index_of = {c.name: c._index for c in unfused.module.computations}
+    args = (unfused.values, expanded.origins, index_of, memory._SKIPPED,
+            unfused.figures.peak_step)
+    assert memory._compiled_groups is not None
+    assert memory._compiled_groups(*args) == memory._eliminated_groups(*args)
+    detail = memory.eliminated_intermediates(unfused, expanded)
+    monkeypatch.setattr(memory, "_compiled_groups", None)
+    assert memory.eliminated_intermediates(unfused, expanded) == detail
+
+
+def test_eliminated_groups_count_each_value_once_in_every_grouping() -> None:
+    """A hand-made case: two values from one fusion (one live at the peak), a fusion's output
+    and an index table left out; the op name and source of each row as written."""
+    from hloscope.analysis import memory
+    from hloscope.analysis.liveness import Value
+    from hloscope.hlo.ir import Instruction
+    from hloscope.hlo.shape import parse_shape
+    from hloscope.hlo.transform import Origin
+    shape = parse_shape("f32[4]")
+
+    def value(vid: int, name: str, start: int, end: int, table: bool = False,
+              op: str = "jit(f)/mul", source: str = "") -> Value:
+        return Value(vid, name, "main", (), "f32[4]", 16, 16, 16 * (vid + 1), start, end, 0,
+                     table, op, source)
+
+    values = (value(0, "a", 0, 3), value(1, "b", 4, 5, source="m.py:3"),
+              value(2, "out", 5, 6), value(3, "t", 1, 2, table=True), value(4, "p", 0, 6))
+    origins = {("main", "a"): Origin("fusion.1", "a", False),
+               ("main", "b"): Origin("fusion.1", "b", False),
+               ("main", "out"): Origin("fusion.1", "out", True),
+               ("main", "t"): Origin("fusion.2", "t", False)}
+    index_of = {"main": {n: Instruction(name=n, opcode=op, shape=shape)
+                         for n, op in (("a", "multiply"), ("b", "add"), ("out", "add"),
+                                       ("t", "tuple"), ("p", "parameter"))}}
+    for groups in (memory._eliminated_groups, memory._compiled_groups):
+        if groups is None:
+            continue
+        count, total, at_peak, at_peak_count, (fusion, op, opcode, source) = \
+            groups(values, origins, index_of, memory._SKIPPED, 2)
+        assert (count, total, at_peak, at_peak_count) == (2, 16 + 32, 16, 1)
+        assert fusion == {"fusion.1": [2, 48]} and op == {"jit(f)/mul": [2, 48]}
+        assert opcode == {"multiply": [1, 16], "add": [1, 32]}
+        assert source == {"": [1, 16], "m.py:3": [1, 32]}
+
+
 # The switches between a compiled loop of the liveness and its Python reference (None: the
 # Python): make_values (the values), plain_steps (the builder's common step), Handoff (the
 # take-over rule the assignment asks).

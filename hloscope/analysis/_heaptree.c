@@ -532,9 +532,11 @@ typedef struct {
 /* A Value's fields read from their slots (liveness.Value, a dataclass with slots: the offsets
  * found once by bind_value, through the class's member descriptors); any other object, or
  * before bind_value, by name. */
-enum { V_ID, V_INSTRUCTION, V_COMPUTATION, V_INDEX, V_START, V_END, V_COUNT };
+enum { V_ID, V_INSTRUCTION, V_COMPUTATION, V_INDEX, V_START, V_END, V_SIZE, V_IS_TABLE,
+       V_OP_NAME, V_SOURCE, V_COUNT };
 static const char *value_field_texts[V_COUNT] = {"id", "instruction", "computation", "index",
-                                                 "start", "end"};
+                                                 "start", "end", "size", "is_table",
+                                                 "op_name", "source"};
 static PyObject *value_field_names[V_COUNT];
 static PyTypeObject *value_type = NULL;
 static Py_ssize_t value_offsets[V_COUNT];
@@ -1804,6 +1806,165 @@ done:
     return result;
 }
 
+/* ---- eliminated_groups: memory.eliminated_intermediates' loop, in C -----------------------
+ * Per grouping (fusion, op name as written, opcode, source as written): a dict key -> index
+ * into C counters, made into key -> [count, bytes] at the end. */
+typedef struct {
+    PyObject *index;  /* key -> its row (an int) */
+    int64_t *n, *bytes;
+    Py_ssize_t rows, cap;
+} Grouping;
+
+/* add one value of `size` bytes to key's row; 0, or -1 with an exception (an overflow:
+ * OverflowError, which the caller turns into None) */
+static int grouping_add(Grouping *g, PyObject *key, int64_t size) {
+    PyObject *at = PyDict_GetItemWithError(g->index, key);
+    Py_ssize_t row;
+    if (at) {
+        row = PyLong_AsSsize_t(at);
+        if (row == -1 && PyErr_Occurred()) return -1;
+    } else {
+        if (PyErr_Occurred()) return -1;
+        if (g->rows == g->cap) {
+            Py_ssize_t cap = grown(g->cap, g->rows + 1, 64);
+            int64_t *n = PyMem_Realloc(g->n, (size_t)cap * sizeof(int64_t));
+            if (!n) { PyErr_NoMemory(); return -1; }
+            g->n = n;
+            int64_t *bytes = PyMem_Realloc(g->bytes, (size_t)cap * sizeof(int64_t));
+            if (!bytes) { PyErr_NoMemory(); return -1; }
+            g->bytes = bytes;
+            g->cap = cap;
+        }
+        row = g->rows;
+        PyObject *r = PyLong_FromSsize_t(row);
+        int stored = r ? PyDict_SetItem(g->index, key, r) : -1;
+        Py_XDECREF(r);
+        if (stored < 0) return -1;
+        g->n[row] = 0;
+        g->bytes[row] = 0;
+        g->rows++;
+    }
+    g->n[row]++;
+    if (__builtin_add_overflow(g->bytes[row], size, &g->bytes[row])) {
+        PyErr_SetString(PyExc_OverflowError, "bytes past 2**63");
+        return -1;
+    }
+    return 0;
+}
+
+/* the grouping as {key: [count, bytes]}, in the order its keys came */
+static PyObject *grouping_dict(Grouping *g) {
+    PyObject *out = PyDict_New(), *key, *at;
+    Py_ssize_t pos = 0;
+    if (!out) return NULL;
+    while (PyDict_Next(g->index, &pos, &key, &at)) {
+        Py_ssize_t row = PyLong_AsSsize_t(at);
+        PyObject *pair = row < 0 ? NULL : Py_BuildValue("[LL]", (long long)g->n[row],
+                                                          (long long)g->bytes[row]);
+        if (!pair || PyDict_SetItem(out, key, pair) < 0) {
+            Py_XDECREF(pair);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(pair);
+    }
+    return out;
+}
+
+static PyObject *fusion_name = NULL, *is_output_name = NULL;
+
+/* eliminated_groups(values, origins, index_of, skipped, peak) -> (count, bytes, at_peak,
+ * at_peak_count, (by_fusion, by_op_name, by_opcode, by_source)), or None where a sum passes
+ * 2**63: memory._eliminated_groups, which see. */
+static PyObject *eliminated_groups(PyObject *self, PyObject *args) {
+    PyObject *values, *origins, *index_of, *skipped;
+    long long peak;
+    if (!PyArg_ParseTuple(args, "O!O!O!OL", &PyTuple_Type, &values, &PyDict_Type, &origins,
+                          &PyDict_Type, &index_of, &skipped, &peak))
+        return NULL;
+    if (!PyAnySet_Check(skipped)) {
+        PyErr_SetString(PyExc_TypeError, "skipped: a set of opcodes");
+        return NULL;
+    }
+    Grouping g[4] = {{0}};
+    PyObject *result = NULL, *dicts[4] = {0};
+    int64_t count = 0, total = 0, at_peak = 0, at_peak_count = 0;
+    int overflow = 0;
+    for (int k = 0; k < 4; k++)
+        if (!(g[k].index = PyDict_New())) goto done;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(values); i++) {
+        /* each field read once it is needed: most values stop at the origin */
+        PyObject *v = PyTuple_GET_ITEM(values, i);
+        PyObject *f[V_COUNT] = {0}, *key = NULL, *origin = NULL, *flag = NULL;
+        PyObject *opcode = NULL, *fusion = NULL;
+        int ok = 0;
+        if (!(f[V_COMPUTATION] = vfield(v, V_COMPUTATION)) ||
+                !(f[V_INSTRUCTION] = vfield(v, V_INSTRUCTION)) ||
+                !(key = PyTuple_Pack(2, f[V_COMPUTATION], f[V_INSTRUCTION])))
+            goto next;
+        origin = PyDict_GetItemWithError(origins, key);  /* borrowed */
+        if (!origin) { ok = !PyErr_Occurred(); goto next; }
+        flag = PyObject_GetAttr(origin, is_output_name);
+        int output = flag ? PyObject_IsTrue(flag) : -1;
+        if (output) { ok = output > 0; goto next; }
+        int table = (f[V_IS_TABLE] = vfield(v, V_IS_TABLE)) ? PyObject_IsTrue(f[V_IS_TABLE]) : -1;
+        if (table) { ok = table > 0; goto next; }
+        PyObject *index = PyDict_GetItemWithError(index_of, f[V_COMPUTATION]);
+        PyObject *instr = index ? must_get(index, f[V_INSTRUCTION]) : NULL;
+        if (!index && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, f[V_COMPUTATION]);
+        if (!instr || !(opcode = PyObject_GetAttr(instr, opcode_name))) goto next;
+        int skip = PySet_Contains(skipped, opcode);
+        if (skip) { ok = skip > 0; goto next; }
+        int error = 0;
+        int64_t size = 0, start = 0, end = 0;
+        if (!(f[V_SIZE] = vfield(v, V_SIZE)) || !(f[V_START] = vfield(v, V_START)) ||
+                !(f[V_END] = vfield(v, V_END)) || !(f[V_OP_NAME] = vfield(v, V_OP_NAME)) ||
+                !(f[V_SOURCE] = vfield(v, V_SOURCE)) ||
+                !(fusion = PyObject_GetAttr(origin, fusion_name)))
+            goto next;
+        size = as_int64(f[V_SIZE], &error);
+        start = as_int64(f[V_START], &error);
+        end = as_int64(f[V_END], &error);
+        if (error) goto next;
+        PyObject *keys[4] = {fusion, f[V_OP_NAME], opcode, f[V_SOURCE]};
+        count++;
+        overflow = __builtin_add_overflow(total, size, &total);
+        if (!overflow && start <= peak && peak <= end) {
+            overflow = __builtin_add_overflow(at_peak, size, &at_peak);
+            at_peak_count++;
+        }
+        ok = !overflow;
+        for (int k = 0; k < 4 && ok; k++)
+            if (grouping_add(&g[k], keys[k], size) < 0) ok = 0;
+    next:
+        for (int k = 0; k < V_COUNT; k++) Py_XDECREF(f[k]);
+        Py_XDECREF(key);
+        Py_XDECREF(flag);
+        Py_XDECREF(opcode);
+        Py_XDECREF(fusion);
+        if (!ok) {
+            if (overflow || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                PyErr_Clear();
+                result = Py_NewRef(Py_None);
+            }
+            goto done;
+        }
+    }
+    for (int k = 0; k < 4; k++)
+        if (!(dicts[k] = grouping_dict(&g[k]))) goto done;
+    result = Py_BuildValue("LLLL(OOOO)", (long long)count, (long long)total,
+                           (long long)at_peak, (long long)at_peak_count,
+                           dicts[0], dicts[1], dicts[2], dicts[3]);
+done:
+    for (int k = 0; k < 4; k++) {
+        Py_XDECREF(g[k].index);
+        PyMem_Free(g[k].n);
+        PyMem_Free(g[k].bytes);
+        Py_XDECREF(dicts[k]);
+    }
+    return result;
+}
+
 static PyTypeObject HandoffType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "hloscope.analysis._heaptree.Handoff",
@@ -1836,6 +1997,10 @@ static PyMethodDef methods[] = {
      "make_values(defs, uses, live_out, aliased, entry_name, end, new_value, source_of, "
      "facts_of) -> the Values by id: liveness._make_values' loop, compiled."},
 
+    {"eliminated_groups", eliminated_groups, METH_VARARGS,
+     "eliminated_groups(values, origins, index_of, skipped, peak) -> (count, bytes, at_peak, "
+     "at_peak_count, (by_fusion, by_op_name, by_opcode, by_source)) or None: memory."
+     "_eliminated_groups, compiled."},
     {"place", place, METH_VARARGS,
      "place(ranges, sizes, alignment, give_up[, board, read_at, write_at, strict]) -> "
      "(offsets, heap), or None where the heap might pass 2**62: heap._place_tree's best fit "
@@ -1863,7 +2028,9 @@ PyMODINIT_FUNC PyInit__heaptree(void) {
     op_name_name = PyUnicode_InternFromString("op_name");
     name_name = PyUnicode_InternFromString("name");
     empty_str = PyUnicode_InternFromString("");
-    if (!parameter_name || !opcode_name || !metadata_name || !op_name_name || !name_name ||
+    fusion_name = PyUnicode_InternFromString("fusion");
+    is_output_name = PyUnicode_InternFromString("is_output");
+    if (!fusion_name || !is_output_name || !parameter_name || !opcode_name || !metadata_name || !op_name_name || !name_name ||
             !empty_str)
         return NULL;
     if (!operands_name || !shape_name || !element_type_name || !tuple_text || !copy_text ||

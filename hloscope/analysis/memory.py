@@ -19,10 +19,11 @@ from hloscope.analysis.activations import NO_SOURCE, SavedActivations, saved_for
 from hloscope.analysis.backends import EAGER, Backend, backend_for
 from hloscope.analysis.fusion import trim_scope
 from hloscope.analysis.liveness import (VIEWS, Analysis, Eliminated, MemoryFigures, Timeline,
-                                       analyze, timeline_of)
+                                       Value, analyze, timeline_of)
+from hloscope.hlo.compiled import compiled
 from hloscope.hlo.gcpause import gc_paused
-from hloscope.hlo.ir import Module
-from hloscope.hlo.transform import SCHEDULERS, Unfused, reschedule, unfuse
+from hloscope.hlo.ir import Instruction, Module
+from hloscope.hlo.transform import SCHEDULERS, Origin, Unfused, reschedule, unfuse
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,23 +115,26 @@ def _groups(items: dict[str, list[int]]) -> tuple[EliminatedGroup, ...]:
 
 _SKIPPED = VIEWS | {"constant", "parameter"}  # no buffer of their own, or not from a fusion
 
+# (count, bytes, at the peak, count at the peak, and per grouping key [count, bytes])
+_Groups = tuple[int, int, int, int, tuple[dict[str, list[int]], ...]]
 
-def eliminated_intermediates(unfused: Analysis, expanded: Unfused) -> EliminatedDetail:
-    """The values of the unfused module that come from inside a fusion and are not its
-    output: with fusion they never become buffers."""
-    # [count, bytes] per (fusion, scope, opcode, source): one row per value's four keys (far
-    # fewer than the values), summed per key of each grouping at the end
-    rows: dict[tuple[str, str, str, str], list[int]] = {}
-    instruction_of = {c.name: c.instruction for c in unfused.module.computations}
-    origins = expanded.origins
-    peak = unfused.figures.peak_step
+
+def _eliminated_groups(values: tuple[Value, ...], origins: dict[tuple[str, str], Origin],
+                       index_of: dict[str, dict[str, Instruction]], skipped: frozenset[str],
+                       peak: int) -> _Groups:
+    """The values that come from inside a fusion and are not its output (origins), are not
+    index tables, and are defined by an op that has a buffer of its own (not ``skipped``): how
+    many, their bytes, those live at step ``peak``, and [count, bytes] per fusion, op name
+    (as written), opcode and source (as written), each key where it first came.
+    _heaptree.eliminated_groups is this loop in C."""
     count = total = at_peak = at_peak_count = 0
-    for v in unfused.values:
+    groupings: tuple[dict[str, list[int]], ...] = ({}, {}, {}, {})
+    for v in values:
         origin = origins.get((v.computation, v.instruction))
         if origin is None or origin.is_output or v.is_table:
             continue
-        opcode = instruction_of[v.computation](v.instruction).opcode
-        if opcode in _SKIPPED:
+        opcode = index_of[v.computation][v.instruction].opcode
+        if opcode in skipped:
             continue
         size = v.size
         count += 1
@@ -138,26 +142,49 @@ def eliminated_intermediates(unfused: Analysis, expanded: Unfused) -> Eliminated
         if v.start <= peak <= v.end:
             at_peak += size
             at_peak_count += 1
-        key = (origin.fusion, trim_scope(v.op_name) or "(no op_name)", opcode,
-               v.source or NO_SOURCE)
-        row = rows.get(key)
-        if row is None:
-            rows[key] = [1, size]
-        else:
-            row[0] += 1
-            row[1] += size
-    groupings: tuple[dict[str, list[int]], ...] = ({}, {}, {}, {})
-    for key, (n, size) in rows.items():
-        for grouping, k in zip(groupings, key):
+        for grouping, k in zip(groupings, (origin.fusion, v.op_name, opcode, v.source)):
             acc = grouping.get(k)
             if acc is None:
-                grouping[k] = [n, size]
+                grouping[k] = [1, size]
             else:
-                acc[0] += n
+                acc[0] += 1
                 acc[1] += size
-    by_fusion, by_scope, by_opcode, by_source = (_groups(g) for g in groupings)
-    return EliminatedDetail(count, total, at_peak, at_peak_count, by_fusion, by_scope,
-                            by_opcode, by_source)
+    return count, total, at_peak, at_peak_count, groupings
+
+
+_compiled_groups: Optional[Callable[..., Optional[_Groups]]] = \
+    compiled("hloscope.analysis._heaptree", "eliminated_groups")
+
+
+def _merged(items: dict[str, list[int]], key: Callable[[str], str]) -> dict[str, list[int]]:
+    """``items`` summed per ``key(k)``."""
+    out: dict[str, list[int]] = {}
+    for k, (n, size) in items.items():
+        k = key(k)
+        acc = out.get(k)
+        if acc is None:
+            out[k] = [n, size]
+        else:
+            acc[0] += n
+            acc[1] += size
+    return out
+
+
+def eliminated_intermediates(unfused: Analysis, expanded: Unfused) -> EliminatedDetail:
+    """The values of the unfused module that come from inside a fusion and are not its
+    output: with fusion they never become buffers."""
+    index_of = {c.name: c._index for c in unfused.module.computations}
+    peak = unfused.figures.peak_step
+    made = None if _compiled_groups is None else \
+        _compiled_groups(unfused.values, expanded.origins, index_of, _SKIPPED, peak)
+    count, total, at_peak, at_peak_count, (by_fusion, by_op_name, by_opcode, by_source) = \
+        made if made is not None else \
+        _eliminated_groups(unfused.values, expanded.origins, index_of, _SKIPPED, peak)
+    # Framework scopes: the op names trimmed of the jit wrapper (far fewer than the values).
+    by_scope = _merged(by_op_name, lambda op: trim_scope(op) or "(no op_name)")
+    by_source = _merged(by_source, lambda src: src or NO_SOURCE)
+    return EliminatedDetail(count, total, at_peak, at_peak_count, _groups(by_fusion),
+                            _groups(by_scope), _groups(by_opcode), _groups(by_source))
 
 
 def eager_analysis(pre: Module) -> Analysis:
