@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import glob
 import os
 
@@ -63,6 +65,38 @@ def test_unfuse_expands_in_place_with_unique_names() -> None:
     assert not u.origins[("main", "e")].is_output
     assert [c.name for c in u.module.computations] == ["main"]
     assert hloscope.parse(print_module(u.module)) == u.module
+
+
+def test_unfuse_renames_a_read_printed_before_a_pass_through_fusion() -> None:
+    """A module made in code need not list an op after the ops it reads (the parser asks it of
+    a text): an op listed before a fusion whose root is its parameter, reading that fusion,
+    reads the fusion's operand once unfused, with the compiled loops and without."""
+    text = """HloModule m
+
+%pass (p0: f32[4]) -> f32[4] {
+  ROOT %p0 = f32[4]{0} parameter(0)
+}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %f = f32[4]{0} fusion(%x), kind=kLoop, calls=%pass
+  %n = f32[4]{0} negate(%f)
+  ROOT %a = f32[4]{0} add(%n, %f)
+}
+"""
+    m = hloscope.parse(text)
+    x, f, n, a = m.entry.instructions
+    entry = dataclasses.replace(m.entry, instructions=(x, n, f, a))
+    shuffled = dataclasses.replace(m, computations=tuple(
+        entry if c.name == m.entry_name else c for c in m.computations))
+    for loops in (transform._unfuse_loops, None):
+        transform_loops, transform._unfuse_loops = transform._unfuse_loops, loops
+        try:
+            u = unfuse(shuffled)
+        finally:
+            transform._unfuse_loops = transform_loops
+        assert [(i.name, i.operands) for i in u.module.entry] == [
+            ("x", ()), ("n", ("x",)), ("a", ("n", "x"))]
 
 
 def test_layout_only() -> None:
@@ -353,8 +387,8 @@ def _unfuse_both_ways(module: hloscope.Module, undo: tuple[str, ...],
 @pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
 def test_the_compiled_unfuse_is_the_python_one_on_every_fixture(
         path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """expand_fusion, merge_pass and needs_expansion (C) expand every fixture as
-    _inline_fusion, _merge_pass and _needs_expansion do, with and without the undo steps;
+    """expand_fusion, merge_target and needs_expansion (C) expand every fixture as
+    _inline_fusion, _Merger.target and _needs_expansion do, with and without the undo steps;
     merge_key gives _merge_key's key for every instruction."""
     m = hloscope.parse_file(path)
     for undo in ((), transform.UNDO_STEPS):

@@ -1239,7 +1239,7 @@ done:
  * that order), else by name; new ones are made with its Maker. */
 static PyObject *fusion_name = NULL, *parameter_name = NULL, *transpose_name = NULL,
                 *reshape_name = NULL, *reduce_name = NULL, *value_name = NULL,
-                *is_output_name = NULL, *controls_key = NULL, *empty_tuple = NULL;
+                *controls_key = NULL, *empty_tuple = NULL;
 
 /* Field k of instr, a new reference. */
 static PyObject *field(PyObject *instr, int k) {
@@ -1319,18 +1319,26 @@ static PyObject *needs_expansion(PyObject *self, PyObject *instrs) {
     return PyBool_FromLong(found);
 }
 
+static PyObject *merge_target_of(PyObject *instr, int mergeable, PyObject *seen,
+                                 PyObject *never_merge, PyObject *unkeyed);
+
 /* expand_fusion(instr, fused, outputs, taken, fresh, relayout, new_origin, out, shapes,
- * origin_of) -> the count of bitcasts made, or None (and nothing done) where the fusion or a
- * fused op has control predecessors: transform._inline_fusion, which see. */
+ * origin_of[, seen, never_merge, unkeyed]) -> the count of bitcasts made (with seen: and of
+ * the ops merged into one before them, merge_target_of's, which are not made), or None (and
+ * nothing done) where the fusion or a fused op has control predecessors:
+ * transform._inline_fusion, which see. */
 static PyObject *expand_fusion(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 10 || !PyAnySet_Check(args[2]) ||
+    if ((nargs != 10 && nargs != 13) || !PyAnySet_Check(args[2]) ||
             !PySet_Check(args[3]) || !PyList_Check(args[7]) || !PyDict_Check(args[8]) ||
-            !PyDict_Check(args[9])) {
+            !PyDict_Check(args[9]) ||
+            (nargs == 13 && (!PyDict_Check(args[10]) || !PyAnySet_Check(args[11])))) {
         PyErr_SetString(PyExc_TypeError, "expand_fusion(instr, fused, outputs: set, "
                         "taken: set, fresh, relayout, new_origin, out: list, shapes: dict, "
-                        "origin_of: dict)");
+                        "origin_of: dict[, seen: dict, never_merge: frozenset, unkeyed])");
         return NULL;
     }
+    PyObject *seen = nargs == 13 ? args[10] : NULL;
+    long merged = 0;
     if (need_maker() < 0) return NULL;
     PyObject *instr = args[0], *outputs = args[2], *taken = args[3],
              *fresh = args[4], *relayout = args[5], *new_origin = args[6], *out = args[7],
@@ -1427,13 +1435,30 @@ static PyObject *expand_fusion(PyObject *self, PyObject *const *args, Py_ssize_t
                 Py_DECREF(bitcast);
             }
         }
+        int is_output = PySet_Contains(outputs, f[F_NAME]);
+        if (is_output < 0) goto fail;
+        if (seen) {
+            /* an op equal to one before it reads as that one: its readers here read it */
+            PyObject *target = merge_target_of(g, !is_output && !is_root, seen, args[11],
+                                               args[12]);
+            if (!target) goto fail;
+            if (target != Py_None) {
+                int stored = PyDict_SetItem(local, f[F_NAME], target);
+                Py_DECREF(target);
+                if (stored < 0) goto fail;
+                merged++;
+                Py_DECREF(g);
+                Py_DECREF(new_name);
+                clear_fields(f);
+                continue;
+            }
+            Py_DECREF(target);
+        }
         if (PyList_Append(out, g) < 0) goto fail;
         PyObject *shape = field(g, F_SHAPE);
         int stored = shape ? PyDict_SetItem(shapes, new_name, shape) : -1;
         Py_XDECREF(shape);
         if (stored < 0) goto fail;
-        int is_output = PySet_Contains(outputs, f[F_NAME]);
-        if (is_output < 0) goto fail;
         PyObject *origin_args[3] = {own[F_NAME], f[F_NAME], is_output ? Py_True : Py_False};
         PyObject *origin = PyObject_Vectorcall(new_origin, origin_args, 3, NULL);
         stored = origin ? PyDict_SetItem(origin_of, new_name, origin) : -1;
@@ -1449,7 +1474,7 @@ static PyObject *expand_fusion(PyObject *self, PyObject *const *args, Py_ssize_t
         clear_fields(f);
         goto done;
     }
-    result = PyLong_FromLong(bitcasts);
+    result = seen ? Py_BuildValue("(ll)", bitcasts, merged) : PyLong_FromLong(bitcasts);
 done:
     clear_fields(own);
     Py_XDECREF(local);
@@ -1525,185 +1550,69 @@ static PyObject *merge_key(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return merge_key_of(args[0], args[1], args[2]);
 }
 
-/* The name `name` stands for: rename followed to its end (None where it goes round). */
-static PyObject *renamed_to(PyObject *rename, PyObject *name) {
-    Py_ssize_t steps = PyDict_GET_SIZE(rename);
-    for (;;) {
-        PyObject *next = PyDict_GetItemWithError(rename, name);
-        if (!next) return PyErr_Occurred() ? NULL : name;
-        if (steps-- < 0) {
-            PyErr_Format(PyExc_ValueError, "renaming %R goes round", name);
-            return NULL;
-        }
-        name = next;
-    }
-}
-
-/* instr reading its operands renamed (a new reference: instr itself where none changes). */
-static PyObject *with_renamed_operands(PyObject *instr, PyObject *rename) {
-    PyObject *operands = field(instr, F_OPERANDS);
-    PyObject *seq = operands ? PySequence_Fast(operands, "operands must be a sequence") : NULL;
+/* Where the op `instr` merges: the name of the first op before it with its merge key, where
+ * one came first and `mergeable` (it is from inside a fusion and not its output, nor a root);
+ * else None, and its key recorded where it is the first. `seen` holds, per (opcode,
+ * operands), the first op until a second comes, then a dict of full keys to names: the full
+ * key (str(shape), the attributes) is made only for ops whose pair came before. A new
+ * reference; NULL with an exception. */
+static PyObject *merge_target_of(PyObject *instr, int mergeable, PyObject *seen,
+                                 PyObject *never_merge, PyObject *unkeyed) {
+    int never = never_merged(instr, never_merge);
+    if (never < 0) return NULL;
+    if (never) return Py_NewRef(Py_None);
+    PyObject *opcode = field(instr, F_OPCODE), *operands = field(instr, F_OPERANDS);
+    PyObject *pair = opcode && operands ? PyTuple_Pack(2, opcode, operands) : NULL;
+    Py_XDECREF(opcode);
     Py_XDECREF(operands);
-    if (!seq) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject *ops = NULL, *result = NULL, *f[F_COUNT] = {0};
-    int changed = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *o = PySequence_Fast_GET_ITEM(seq, k);
-        PyObject *to = renamed_to(rename, o);
-        if (!to) goto done;
-        if (to != o) { changed = 1; break; }
+    if (!pair) return NULL;
+    PyObject *result = NULL, *key = NULL, *name = NULL;
+    PyObject *entry = PyDict_GetItemWithError(seen, pair);
+    if (!entry) {
+        if (!PyErr_Occurred() && PyDict_SetItem(seen, pair, instr) == 0)
+            result = Py_NewRef(Py_None);
+        goto done;
     }
-    if (!changed) { result = Py_NewRef(instr); goto done; }
-    ops = PyTuple_New(n);
-    if (!ops) goto done;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *to = renamed_to(rename, PySequence_Fast_GET_ITEM(seq, k));
-        if (!to) goto done;
-        PyTuple_SET_ITEM(ops, k, Py_NewRef(to));
+    Py_INCREF(entry);
+    if (!PyDict_Check(entry)) {  /* the first op of the pair: its key now */
+        PyObject *first = entry, *first_key = merge_key_of(first, never_merge, unkeyed);
+        PyObject *first_name = first_key ? field(first, F_NAME) : NULL;
+        entry = first_name ? PyDict_New() : NULL;
+        int stored = entry ? PyDict_SetItem(entry, first_key, first_name) : -1;
+        if (stored == 0) stored = PyDict_SetItem(seen, pair, entry);
+        Py_DECREF(first);
+        Py_XDECREF(first_key);
+        Py_XDECREF(first_name);
+        if (stored < 0) goto done;
     }
-    if (all_fields(instr, f) < 0) goto done;
-    Py_SETREF(f[F_OPERANDS], Py_NewRef(ops));
-    result = PyObject_Vectorcall((PyObject *)instruction_maker, f, F_COUNT, NULL);
+    key = merge_key_of(instr, never_merge, unkeyed);
+    name = key ? field(instr, F_NAME) : NULL;
+    if (!name) goto done;
+    PyObject *target = PyDict_GetItemWithError(entry, key);  /* borrowed */
+    if (target)
+        result = Py_NewRef(mergeable ? target : Py_None);
+    else if (!PyErr_Occurred() && PyDict_SetItem(entry, key, name) == 0)
+        result = Py_NewRef(Py_None);
 done:
-    clear_fields(f);
-    Py_XDECREF(ops);
-    Py_DECREF(seq);
+    Py_XDECREF(entry);
+    Py_XDECREF(key);
+    Py_XDECREF(name);
+    Py_DECREF(pair);
     return result;
 }
 
-/* Does an operand of instr have an entry in rename? 1, 0, or -1. */
-static int reads_renamed(PyObject *instr, PyObject *rename) {
-    PyObject *operands = field(instr, F_OPERANDS);
-    PyObject *seq = operands ? PySequence_Fast(operands, "operands must be a sequence") : NULL;
-    Py_XDECREF(operands);
-    if (!seq) return -1;
-    int found = 0;
-    for (Py_ssize_t k = 0; !found && k < PySequence_Fast_GET_SIZE(seq); k++)
-        found = PyDict_Contains(rename, PySequence_Fast_GET_ITEM(seq, k));
-    Py_DECREF(seq);
-    return found;
-}
-
-/* instr against the ops before it of its (opcode, operands), whose full keys seen maps to
- * their names: 1 where it goes (an equal op came first, and instr is neither a root nor a
- * fusion's output: its users read that op through rename, origin_of loses it), else 0 (its
- * key recorded where it is the first); -1 with an exception. */
-static int merge_into(PyObject *instr, PyObject *seen, PyObject *never_merge, PyObject *unkeyed,
-                      PyObject *rename, PyObject *origin_of) {
-    PyObject *key = merge_key_of(instr, never_merge, unkeyed);
-    PyObject *name = key ? field(instr, F_NAME) : NULL, *is_root = NULL;
-    int status = -1;
-    if (!name) goto done;
-    PyObject *target = PyDict_GetItemWithError(seen, key);
-    if (!target) {
-        if (!PyErr_Occurred()) status = PyDict_SetItem(seen, key, name);
-        goto done;
-    }
-    is_root = field(instr, F_IS_ROOT);
-    int root = is_root ? PyObject_IsTrue(is_root) : -1;
-    if (root < 0) goto done;
-    PyObject *origin = root ? NULL : PyDict_GetItemWithError(origin_of, name);
-    if (!origin) {
-        status = PyErr_Occurred() ? -1 : 0;
-        goto done;
-    }
-    PyObject *flag = PyObject_GetAttr(origin, is_output_name);
-    int output = flag ? PyObject_IsTrue(flag) : -1;
-    Py_XDECREF(flag);
-    if (output < 0) goto done;
-    if (output) { status = 0; goto done; }
-    if (PyDict_SetItem(rename, name, target) < 0 || PyDict_DelItem(origin_of, name) < 0)
-        goto done;
-    status = 1;
-done:
-    Py_XDECREF(key);
-    Py_XDECREF(name);
-    Py_XDECREF(is_root);
-    return status;
-}
-
-/* merge_pass(out, rename, origin_of, never_merge, unkeyed) -> (kept, merged, controls):
- * transform._merge_pass, which see. */
-static PyObject *merge_pass(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5 || !PyList_Check(args[0]) || !PyDict_Check(args[1]) ||
-            !PyDict_Check(args[2]) || !PyAnySet_Check(args[3])) {
-        PyErr_SetString(PyExc_TypeError, "merge_pass(out: list, rename: dict, origin_of: dict, "
+/* merge_target(instr, mergeable, seen, never_merge, unkeyed) -> the name instr merges into,
+ * or None: transform._Merger.target, compiled (seen: as merge_target_of keeps it). */
+static PyObject *merge_target(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !PyDict_Check(args[2]) || !PyAnySet_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "merge_target(instr, mergeable, seen: dict, "
                         "never_merge: frozenset, unkeyed)");
         return NULL;
     }
     if (need_maker() < 0) return NULL;
-    PyObject *out = args[0], *rename = args[1], *origin_of = args[2];
-    PyObject *seen = PyDict_New(), *kept = PyList_New(0), *result = NULL;
-    long merged = 0;
-    int controls = 0;
-    if (!seen || !kept) goto done;
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(out); k++) {
-        PyObject *instr = Py_NewRef(PyList_GET_ITEM(out, k));
-        int reads = PyDict_GET_SIZE(rename) ? reads_renamed(instr, rename) : 0;
-        if (reads < 0) goto fail;
-        if (reads) {
-            Py_SETREF(instr, with_renamed_operands(instr, rename));
-            if (!instr) goto fail;
-        }
-        /* Only an op whose (opcode, operands) an earlier one has may be merged: the full key
-         * is made for those only (seen holds, per pair, the first op until a second comes,
-         * then a dict of full keys to names), not for every op as the Python does. */
-        int never = never_merged(instr, args[3]);
-        if (never < 0) goto fail;
-        if (!never) {
-            PyObject *opcode = field(instr, F_OPCODE), *operands = field(instr, F_OPERANDS);
-            PyObject *pair = opcode && operands ? PyTuple_Pack(2, opcode, operands) : NULL;
-            Py_XDECREF(opcode);
-            Py_XDECREF(operands);
-            if (!pair) goto fail;
-            PyObject *entry = PyDict_GetItemWithError(seen, pair);
-            if (!entry) {
-                int stored = PyErr_Occurred() ? -1 : PyDict_SetItem(seen, pair, instr);
-                Py_DECREF(pair);
-                if (stored < 0) goto fail;
-            } else {
-                Py_INCREF(entry);
-                if (!PyDict_Check(entry)) {  /* the first op of the pair: its key now */
-                    PyObject *first = entry, *first_key = merge_key_of(first, args[3], args[4]);
-                    PyObject *first_name = first_key ? field(first, F_NAME) : NULL;
-                    entry = first_name ? PyDict_New() : NULL;
-                    int stored = entry ? PyDict_SetItem(entry, first_key, first_name) : -1;
-                    if (stored == 0) stored = PyDict_SetItem(seen, pair, entry);
-                    Py_DECREF(first);
-                    Py_XDECREF(first_key);
-                    Py_XDECREF(first_name);
-                    if (stored < 0) { Py_XDECREF(entry); Py_DECREF(pair); goto fail; }
-                }
-                Py_DECREF(pair);
-                int merge = merge_into(instr, entry, args[3], args[4], rename, origin_of);
-                Py_DECREF(entry);
-                if (merge < 0) goto fail;
-                if (merge) {
-                    merged++;
-                    Py_DECREF(instr);
-                    continue;
-                }
-            }
-        }
-        if (!controls) {
-            PyObject *preds = field(instr, F_CONTROLS);
-            controls = preds ? PyObject_IsTrue(preds) : -1;
-            Py_XDECREF(preds);
-            if (controls < 0) goto fail;
-        }
-        if (PyList_Append(kept, instr) < 0) goto fail;
-        Py_DECREF(instr);
-        continue;
-    fail:
-        Py_XDECREF(instr);
-        goto done;
-    }
-    result = Py_BuildValue("(Oli)", kept, merged, controls);
-done:
-    Py_XDECREF(seen);
-    Py_XDECREF(kept);
-    return result;
+    int mergeable = PyObject_IsTrue(args[1]);
+    if (mergeable < 0) return NULL;
+    return merge_target_of(args[0], mergeable, args[2], args[3], args[4]);
 }
 
 static PyMethodDef methods[] = {
@@ -1734,12 +1643,13 @@ static PyMethodDef methods[] = {
      "needs_expansion(instructions) -> bool: transform._needs_expansion, compiled."},
     {"expand_fusion", (PyCFunction)(void (*)(void))expand_fusion, METH_FASTCALL,
      "expand_fusion(instr, fused, outputs, taken, fresh, relayout, new_origin, out, shapes, "
-     "origin_of) -> bitcasts made, or None: transform._inline_fusion, compiled."},
+     "origin_of[, seen, never_merge, unkeyed]) -> bitcasts made (with seen: and ops merged), "
+     "or None: transform._inline_fusion, compiled."},
     {"merge_key", (PyCFunction)(void (*)(void))merge_key, METH_FASTCALL,
      "merge_key(instr, never_merge, unkeyed) -> key or None: transform._merge_key, compiled."},
-    {"merge_pass", (PyCFunction)(void (*)(void))merge_pass, METH_FASTCALL,
-     "merge_pass(out, rename, origin_of, never_merge, unkeyed) -> (kept, merged, controls): "
-     "transform._merge_pass, compiled."},
+    {"merge_target", (PyCFunction)(void (*)(void))merge_target, METH_FASTCALL,
+     "merge_target(instr, mergeable, seen, never_merge, unkeyed) -> the name of the op instr "
+     "merges into, or None: transform._Merger.target, compiled."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1770,11 +1680,10 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     reshape_name = PyUnicode_InternFromString("reshape");
     reduce_name = PyUnicode_InternFromString("reduce");
     value_name = PyUnicode_InternFromString("value");
-    is_output_name = PyUnicode_InternFromString("is_output");
     controls_key = PyUnicode_InternFromString("control-predecessors");
     empty_tuple = PyTuple_New(0);
     if (!fusion_name || !parameter_name || !transpose_name || !reshape_name || !reduce_name ||
-            !value_name || !is_output_name || !controls_key || !empty_tuple)
+            !value_name || !controls_key || !empty_tuple)
         return NULL;
     if (!operands_name || !controls_name || !name_name || !shape_name || !opcode_name ||
             !called_name || !attributes_name || !key_name || !metadata_name || !constant_name ||

@@ -1,8 +1,8 @@
 """Types of the compiled hot paths (_speedups.c); parser._read_line, parser._instruction and
 ir._new_instruction (bind_instruction's Maker) are the references, and transform._bfs_schedule and
 transform._post_order_names those of graph_order, and transform._needs_expansion,
-_Expander._inline_fusion, _merge_key and _merge_pass those of unfuse's loops."""
-from typing import Any, Callable, Optional, Sequence, Union
+_Expander._inline_fusion, _merge_key and _Merger.target those of unfuse's loops."""
+from typing import Any, Callable, Optional, Sequence, Union, overload
 
 from hloscope.hlo.ir import Attribute, Instruction
 from hloscope.hlo.shape import Shape
@@ -37,15 +37,23 @@ def like_key(instr: Instruction, index: dict[str, Instruction], tails: tuple[str
 
 def needs_expansion(instructions: Sequence[Instruction]) -> bool: ...
 
+@overload
 def expand_fusion(instr: Instruction, fused: Sequence[Instruction], outputs: set[str],
                   taken: set[str], fresh: Callable[[str], str],
                   relayout: Callable[[Instruction, dict[str, Shape]], Optional[Instruction]],
                   new_origin: Callable[[str, str, bool], Any], out: list[Instruction],
                   shapes: dict[str, Shape], origin_of: dict[str, Any]) -> Optional[int]: ...
+@overload
+def expand_fusion(instr: Instruction, fused: Sequence[Instruction], outputs: set[str],
+                  taken: set[str], fresh: Callable[[str], str],
+                  relayout: Callable[[Instruction, dict[str, Shape]], Optional[Instruction]],
+                  new_origin: Callable[[str, str, bool], Any], out: list[Instruction],
+                  shapes: dict[str, Shape], origin_of: dict[str, Any], seen: dict[Any, Any],
+                  never_merge: frozenset[str], unkeyed: Sequence[str]
+                  ) -> Optional[tuple[int, int]]: ...
 
 def merge_key(instr: Instruction, never_merge: frozenset[str], unkeyed: Sequence[str]
               ) -> Optional[tuple[object, ...]]: ...
 
-def merge_pass(out: list[Instruction], rename: dict[str, str], origin_of: dict[str, Any],
-               never_merge: frozenset[str], unkeyed: Sequence[str]
-               ) -> tuple[list[Instruction], int, bool]: ...
+def merge_target(instr: Instruction, mergeable: bool, seen: dict[Any, Any],
+                 never_merge: frozenset[str], unkeyed: Sequence[str]) -> Optional[str]: ...

@@ -134,39 +134,26 @@ def _relayout(g: Instruction, shapes: dict[str, Shape]) -> Optional[Instruction]
                            g.fusion_kind, g.metadata, g.backend_config, g.control_predecessors)
 
 
-def _merge_pass(out: list[Instruction], rename: dict[str, str], origin_of: dict[str, "Origin"]
-                ) -> tuple[list[Instruction], int, bool]:
-    """Duplicated producers merged: a later op equal to an earlier one (``_merge_key``) that
-    came from inside a fusion and is not its output goes, and its users read the earlier one
-    (``rename``, which operands are read through; ``origin_of`` loses it). Returns the ops
-    kept, how many went, and whether a kept op has control predecessors."""
-    def name_of(n: str) -> str:
-        while n in rename:
-            n = rename[n]
-        return n
+class _Merger:
+    """Duplicated producers merged as the expansion makes them: an op equal to one before it
+    in the computation (``_merge_key``) that came from inside a fusion and is not its output
+    is not made, and the ops of its fusion read the earlier one instead. _speedups.merge_target
+    (and expand_fusion given ``seen``) is ``target`` compiled, over its own ``seen``."""
 
-    seen: dict[tuple[object, ...], str] = {}
-    kept: list[Instruction] = []
-    merged = 0
-    controls = False
-    for instr in out:
-        if rename and not rename.keys().isdisjoint(instr.operands):
-            instr = _renamed(instr, name_of)
+    def __init__(self) -> None:
+        self.seen: dict[tuple[object, ...], str] = {}
+
+    def target(self, instr: Instruction, mergeable: bool) -> Optional[str]:
+        """The name of the earlier op ``instr`` merges into, where one came first and it is
+        ``mergeable``; else None, and its key recorded where it is the first."""
         key = _merge_key(instr)
-        if key is not None:
-            target = seen.get(key)
-            if target is not None and not instr.is_root:
-                origin = origin_of.get(instr.name)
-                if origin is not None and not origin.is_output:
-                    rename[instr.name] = target
-                    del origin_of[instr.name]
-                    merged += 1
-                    continue
-            if target is None:
-                seen[key] = instr.name
-        controls = controls or bool(instr.control_predecessors)
-        kept.append(instr)
-    return kept, merged, controls
+        if key is None:
+            return None
+        target = self.seen.get(key)
+        if target is None:
+            self.seen[key] = instr.name
+            return None
+        return target if mergeable else None
 
 
 _new_origin = fast_constructor(Origin)  # one per expanded op: each field in its slot
@@ -198,11 +185,11 @@ def _all_ancestors(name: str, sought: list[str], index: dict[str, Instruction]) 
 
 class _UnfuseLoops(NamedTuple):
     """_speedups' compiled loops of unfuse; _needs_expansion, _Expander._inline_fusion and
-    _merge_pass are the references (tests compare the two on every fixture)."""
+    _Merger.target are the references (tests compare the two on every fixture)."""
 
     needs_expansion: Callable[[Sequence[Instruction]], bool]
-    expand_fusion: Callable[..., Optional[int]]
-    merge_pass: Callable[..., tuple[list[Instruction], int, bool]]
+    expand_fusion: Callable[..., Optional[tuple[int, int]]]
+    merge_target: Callable[..., Optional[str]]
 
 
 def _compiled_unfuse_loops() -> Optional[_UnfuseLoops]:
@@ -215,7 +202,7 @@ def _compiled_unfuse_loops() -> Optional[_UnfuseLoops]:
     if not isinstance(new_instruction, _speedups.Maker):  # pragma: no cover
         return None
     return _UnfuseLoops(_speedups.needs_expansion, _speedups.expand_fusion,
-                        _speedups.merge_pass)
+                        _speedups.merge_target)
 
 
 _unfuse_loops = _compiled_unfuse_loops()
@@ -279,15 +266,18 @@ class _Expander:
 
     def _inline_fusion(self, instr: Instruction, fused: Computation, outputs: set[str],
                        out: list[Instruction], shapes: dict[str, Shape],
-                       origin_of: dict[str, Origin]) -> int:
+                       origin_of: dict[str, Origin],
+                       merge: Callable[[Instruction, bool], Optional[str]]) -> tuple[int, int]:
         """The ops of ``fused`` (the expanded computation fusion ``instr`` calls) appended to
         ``out`` in its place, reading the fusion's operands for its parameters; each under its
         own name (a fresh one where it is taken), the root under the fusion's; layout-only
-        transposes and reshapes as bitcasts (``_relayout``). ``shapes`` and ``origin_of``
-        gain each op's shape and origin. Returns the count of bitcasts made."""
+        transposes and reshapes as bitcasts (``_relayout``); an op ``merge`` finds made before
+        (a duplicated producer: _Merger) not made, the ops after it reading that one.
+        ``shapes`` and ``origin_of`` gain each op's shape and origin. Returns the counts of
+        bitcasts made and of ops merged."""
         taken = self.taken
         local: dict[str, str] = {}
-        bitcasts = 0
+        bitcasts = merged = 0
         for f in fused.instructions:
             if f.opcode == "parameter":
                 local[f.name] = instr.operands[f.parameter_number or 0]
@@ -315,10 +305,16 @@ class _Expander:
                 if bitcast is not None:
                     g = bitcast
                     bitcasts += 1
+            is_output = f.name in outputs
+            target = merge(g, not is_output and not g.is_root)
+            if target is not None:
+                local[f.name] = target
+                merged += 1
+                continue
             out.append(g)
             shapes[new_name] = g.shape
-            origin_of[new_name] = _new_origin(instr.name, f.name, f.name in outputs)
-        return bitcasts
+            origin_of[new_name] = _new_origin(instr.name, f.name, is_output)
+        return bitcasts, merged
 
     def expand(self, comp: Computation) -> Computation:
         loops = _unfuse_loops
@@ -330,9 +326,18 @@ class _Expander:
         out: list[Instruction] = []
         rename: dict[str, str] = {}
         shapes: dict[str, Shape] = {}
-        # This computation's expanded ops, by name: where each came from (self.origins once
-        # the duplicates are merged).
+        # This computation's expanded ops, by name: where each came from.
         origin_of: dict[str, Origin] = {}
+        # Duplicated producers merged as they are made: in C over a seen table of its own
+        # where the loops are compiled (the Python fallback for control edges asks it too).
+        seen: dict[Any, Any] = {}
+        if loops is None:
+            merge = _Merger().target
+        else:
+            def merge(instr: Instruction, mergeable: bool) -> Optional[str]:
+                assert loops is not None
+                return loops.merge_target(instr, mergeable, seen, _NEVER_MERGE, _UNKEYED)
+        controls = False  # a kept op with control predecessors
 
         def name_of(n: str) -> str:
             while n in rename:
@@ -343,6 +348,8 @@ class _Expander:
             if rename and not rename.keys().isdisjoint(instr.operands):  # rare: a set test
                 instr = _renamed(instr, name_of)
             if instr.opcode != "fusion" or not instr.called_computations:
+                merge(instr, False)  # an op of the computation's own: a producer to merge into
+                controls = controls or bool(instr.control_predecessors)
                 out.append(instr)
                 shapes[instr.name] = instr.shape
                 continue
@@ -352,19 +359,23 @@ class _Expander:
                 outputs |= set(fused.root.operands)
             made = None if loops is None else loops.expand_fusion(
                 instr, fused.instructions, outputs, taken, self._fresh_unfused, _relayout,
-                _new_origin, out, shapes, origin_of)
+                _new_origin, out, shapes, origin_of, seen, _NEVER_MERGE, _UNKEYED)
             if made is None:  # not compiled, or control edges: the Python
-                made = self._inline_fusion(instr, fused, outputs, out, shapes, origin_of)
-            self.bitcasts += made
+                before = len(out)
+                made = self._inline_fusion(instr, fused, outputs, out, shapes, origin_of, merge)
+                controls = controls or any(g.control_predecessors for g in out[before:])
+            self.bitcasts += made[0]
+            self.merged += made[1]
             if fused.root.opcode == "parameter":
                 rename[instr.name] = instr.operands[fused.root.parameter_number or 0]
-        # Merge duplicated producers: a later identical op reads the earlier one's value.
-        merged, count, controls = _merge_pass(out, rename, origin_of) if loops is None else \
-            loops.merge_pass(out, rename, origin_of, _NEVER_MERGE, _UNKEYED)
-        self.merged += count
+        if rename:
+            # An op printed before the fusion whose name it reads (the text need not be in
+            # order): it reads the fusion's parameter too.
+            out = [_renamed(i, name_of) if not rename.keys().isdisjoint(i.operands) else i
+                   for i in out]
         cname = comp.name
         self.origins.update(((cname, n), o) for n, o in origin_of.items())
-        final = [_rename_control(i, name_of) for i in merged] if controls else merged
+        final = [_rename_control(i, name_of) for i in out] if controls else out
         for step in self.undo:
             final = self._undo(comp.name, step, final)
         final = self._copies_for_in_place(comp.name, final)
