@@ -542,7 +542,13 @@ def test_the_compiled_handoff_rule_answers_as_the_python_one() -> None:
         assert shape is instr_at[("e", instr.operands[k])].shape and index == ()
         return k == 1
     rule = _heaptree.Handoff(instr_at, trees, share)
-    assert rule(value(1, "a"), value(3, "b")) is True and asked == [("b", 1)]
+    a, b = value(1, "a"), value(3, "b")
+    assert rule(a, b) is True and asked == [("b", 1)]
+    assert rule(a, b) is True and asked == [("b", 1)]  # the same question: the last answer
+    with pytest.raises(TypeError):
+        rule(a)
+    with pytest.raises(TypeError):
+        rule(a, later=b)
     assert rule(value(2, "c"), value(3, "b")) is False and asked[-1] == ("b", 0)
     assert rule(value(1, "a"), value(2, "c")) is False and len(asked) == 2  # a copy: not asked
     assert rule(value(0, "p"), value(3, "b")) is False and len(asked) == 2  # not its operand

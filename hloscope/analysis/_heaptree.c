@@ -1703,6 +1703,10 @@ fail:
 typedef struct {
     PyObject_HEAD
     PyObject *instr_at, *trees, *share;
+    /* the last question and its answer: the search for an output allocation asks about the
+     * same pair again when it checks the allocation's members */
+    PyObject *last_earlier, *last_later, *last_answer;
+    vectorcallfunc vectorcall;
 } Handoff;
 
 static PyObject *copy_text = NULL, *get_name = NULL;
@@ -1712,6 +1716,9 @@ static void handoff_dealloc(Handoff *h) {
     Py_CLEAR(h->instr_at);
     Py_CLEAR(h->trees);
     Py_CLEAR(h->share);
+    Py_CLEAR(h->last_earlier);
+    Py_CLEAR(h->last_later);
+    Py_CLEAR(h->last_answer);
     Py_TYPE(h)->tp_free((PyObject *)h);
 }
 
@@ -1719,8 +1726,13 @@ static int handoff_traverse(Handoff *h, visitproc visit, void *arg) {
     Py_VISIT(h->instr_at);
     Py_VISIT(h->trees);
     Py_VISIT(h->share);
+    Py_VISIT(h->last_earlier);
+    Py_VISIT(h->last_later);
     return 0;
 }
+
+static PyObject *handoff_vectorcall(Handoff *h, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames);
 
 static PyObject *handoff_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *instr_at, *trees, *share;
@@ -1736,12 +1748,32 @@ static PyObject *handoff_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     h->instr_at = Py_NewRef(instr_at);
     h->trees = Py_NewRef(trees);
     h->share = Py_NewRef(share);
+    h->vectorcall = (vectorcallfunc)handoff_vectorcall;
     return (PyObject *)h;
 }
 
-static PyObject *handoff_call(Handoff *h, PyObject *args, PyObject *kwds) {
-    PyObject *earlier, *later;
-    if (!PyArg_ParseTuple(args, "OO:handoff", &earlier, &later)) return NULL;
+static PyObject *handoff_answer(Handoff *h, PyObject *earlier, PyObject *later);
+
+/* handoff(earlier, later), the last answer again where it is the last question */
+static PyObject *handoff_vectorcall(Handoff *h, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames) {
+    if (PyVectorcall_NARGS(nargsf) != 2 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "handoff(earlier, later)");
+        return NULL;
+    }
+    PyObject *earlier = args[0], *later = args[1];
+    if (h->last_answer && earlier == h->last_earlier && later == h->last_later)
+        return Py_NewRef(h->last_answer);
+    PyObject *answer = handoff_answer(h, earlier, later);
+    if (answer) {
+        Py_XSETREF(h->last_earlier, Py_NewRef(earlier));
+        Py_XSETREF(h->last_later, Py_NewRef(later));
+        Py_XSETREF(h->last_answer, Py_NewRef(answer));
+    }
+    return answer;
+}
+
+static PyObject *handoff_answer(Handoff *h, PyObject *earlier, PyObject *later) {
     PyObject *comp;
     PyObject *instr = defining_instr(h->instr_at, later, &comp);  /* borrowed */
     PyObject *opcode = instr ? PyObject_GetAttr(instr, opcode_name) : NULL;
@@ -1970,8 +2002,9 @@ static PyTypeObject HandoffType = {
     .tp_name = "hloscope.analysis._heaptree.Handoff",
     .tp_basicsize = sizeof(Handoff),
     .tp_dealloc = (destructor)handoff_dealloc,
-    .tp_call = (ternaryfunc)handoff_call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Handoff, vectorcall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_traverse = (traverseproc)handoff_traverse,
     .tp_new = handoff_new,
     .tp_doc = "Handoff(instr_at, trees, share): handoff(earlier, later) -> bool, liveness."
