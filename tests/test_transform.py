@@ -419,7 +419,8 @@ def test_the_compiled_unfuse_keeps_the_fixtures_control_edges(
     out: list[object] = []
     assert transform._unfuse_loops.expand_fusion(
         controlled, fused.instructions, {fused.root.name}, set(), str, transform._relayout,
-        transform._new_origin, out, {}, {}) is None
+        transform._new_origin, out, {}, {}, m.entry_name, {}, transform._NEVER_MERGE,
+        transform._UNKEYED) is None
     assert out == []
 
 

@@ -1323,26 +1323,26 @@ static PyObject *merge_target_of(PyObject *instr, int mergeable, PyObject *seen,
                                  PyObject *never_merge, PyObject *unkeyed);
 
 /* expand_fusion(instr, fused, outputs, taken, fresh, relayout, new_origin, out, shapes,
- * origin_of[, seen, never_merge, unkeyed]) -> the count of bitcasts made (with seen: and of
+ * origins, computation, seen, never_merge, unkeyed) -> (the count of bitcasts made, that of
  * the ops merged into one before them, merge_target_of's, which are not made), or None (and
- * nothing done) where the fusion or a fused op has control predecessors:
- * transform._inline_fusion, which see. */
+ * nothing done) where the fusion or a fused op has control predecessors: origins gains
+ * (computation, name) -> origin of each op made; transform._inline_fusion, which see. */
 static PyObject *expand_fusion(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if ((nargs != 10 && nargs != 13) || !PyAnySet_Check(args[2]) ||
+    if (nargs != 14 || !PyAnySet_Check(args[2]) ||
             !PySet_Check(args[3]) || !PyList_Check(args[7]) || !PyDict_Check(args[8]) ||
-            !PyDict_Check(args[9]) ||
-            (nargs == 13 && (!PyDict_Check(args[10]) || !PyAnySet_Check(args[11])))) {
+            !PyDict_Check(args[9]) || !PyDict_Check(args[11]) || !PyAnySet_Check(args[12])) {
         PyErr_SetString(PyExc_TypeError, "expand_fusion(instr, fused, outputs: set, "
                         "taken: set, fresh, relayout, new_origin, out: list, shapes: dict, "
-                        "origin_of: dict[, seen: dict, never_merge: frozenset, unkeyed])");
+                        "origins: dict, computation, seen: dict, never_merge: frozenset, "
+                        "unkeyed)");
         return NULL;
     }
-    PyObject *seen = nargs == 13 ? args[10] : NULL;
+    PyObject *comp_name = args[10], *seen = args[11];
     long merged = 0;
     if (need_maker() < 0) return NULL;
     PyObject *instr = args[0], *outputs = args[2], *taken = args[3],
              *fresh = args[4], *relayout = args[5], *new_origin = args[6], *out = args[7],
-             *shapes = args[8], *origin_of = args[9];
+             *shapes = args[8], *origins = args[9];
     PyObject *own[F_COUNT] = {0}, *f[F_COUNT] = {0}, *local = NULL, *result = NULL,
              *ops = NULL;
     PyObject *fused = PySequence_Fast(args[1], "fused instructions must be a sequence");
@@ -1437,23 +1437,21 @@ static PyObject *expand_fusion(PyObject *self, PyObject *const *args, Py_ssize_t
         }
         int is_output = PySet_Contains(outputs, f[F_NAME]);
         if (is_output < 0) goto fail;
-        if (seen) {
-            /* an op equal to one before it reads as that one: its readers here read it */
-            PyObject *target = merge_target_of(g, !is_output && !is_root, seen, args[11],
-                                               args[12]);
-            if (!target) goto fail;
-            if (target != Py_None) {
-                int stored = PyDict_SetItem(local, f[F_NAME], target);
-                Py_DECREF(target);
-                if (stored < 0) goto fail;
-                merged++;
-                Py_DECREF(g);
-                Py_DECREF(new_name);
-                clear_fields(f);
-                continue;
-            }
+        /* an op equal to one before it reads as that one: its readers here read it */
+        PyObject *target = merge_target_of(g, !is_output && !is_root, seen, args[12],
+                                           args[13]);
+        if (!target) goto fail;
+        if (target != Py_None) {
+            int stored = PyDict_SetItem(local, f[F_NAME], target);
             Py_DECREF(target);
+            if (stored < 0) goto fail;
+            merged++;
+            Py_DECREF(g);
+            Py_DECREF(new_name);
+            clear_fields(f);
+            continue;
         }
+        Py_DECREF(target);
         if (PyList_Append(out, g) < 0) goto fail;
         PyObject *shape = field(g, F_SHAPE);
         int stored = shape ? PyDict_SetItem(shapes, new_name, shape) : -1;
@@ -1461,7 +1459,9 @@ static PyObject *expand_fusion(PyObject *self, PyObject *const *args, Py_ssize_t
         if (stored < 0) goto fail;
         PyObject *origin_args[3] = {own[F_NAME], f[F_NAME], is_output ? Py_True : Py_False};
         PyObject *origin = PyObject_Vectorcall(new_origin, origin_args, 3, NULL);
-        stored = origin ? PyDict_SetItem(origin_of, new_name, origin) : -1;
+        PyObject *key = origin ? PyTuple_Pack(2, comp_name, new_name) : NULL;
+        stored = key ? PyDict_SetItem(origins, key, origin) : -1;
+        Py_XDECREF(key);
         Py_XDECREF(origin);
         if (stored < 0) goto fail;
         Py_DECREF(g);
@@ -1474,7 +1474,7 @@ static PyObject *expand_fusion(PyObject *self, PyObject *const *args, Py_ssize_t
         clear_fields(f);
         goto done;
     }
-    result = seen ? Py_BuildValue("(ll)", bitcasts, merged) : PyLong_FromLong(bitcasts);
+    result = Py_BuildValue("(ll)", bitcasts, merged);
 done:
     clear_fields(own);
     Py_XDECREF(local);
@@ -1643,8 +1643,8 @@ static PyMethodDef methods[] = {
      "needs_expansion(instructions) -> bool: transform._needs_expansion, compiled."},
     {"expand_fusion", (PyCFunction)(void (*)(void))expand_fusion, METH_FASTCALL,
      "expand_fusion(instr, fused, outputs, taken, fresh, relayout, new_origin, out, shapes, "
-     "origin_of[, seen, never_merge, unkeyed]) -> bitcasts made (with seen: and ops merged), "
-     "or None: transform._inline_fusion, compiled."},
+     "origins, computation, seen, never_merge, unkeyed) -> (bitcasts made, ops merged), or "
+     "None: transform._inline_fusion, compiled."},
     {"merge_key", (PyCFunction)(void (*)(void))merge_key, METH_FASTCALL,
      "merge_key(instr, never_merge, unkeyed) -> key or None: transform._merge_key, compiled."},
     {"merge_target", (PyCFunction)(void (*)(void))merge_target, METH_FASTCALL,

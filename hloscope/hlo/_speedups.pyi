@@ -2,7 +2,7 @@
 ir._new_instruction (bind_instruction's Maker) are the references, and transform._bfs_schedule and
 transform._post_order_names those of graph_order, and transform._needs_expansion,
 _Expander._inline_fusion, _merge_key and _Merger.target those of unfuse's loops."""
-from typing import Any, Callable, Optional, Sequence, Union, overload
+from typing import Any, Callable, Optional, Sequence, Union
 
 from hloscope.hlo.ir import Attribute, Instruction
 from hloscope.hlo.shape import Shape
@@ -37,20 +37,13 @@ def like_key(instr: Instruction, index: dict[str, Instruction], tails: tuple[str
 
 def needs_expansion(instructions: Sequence[Instruction]) -> bool: ...
 
-@overload
 def expand_fusion(instr: Instruction, fused: Sequence[Instruction], outputs: set[str],
                   taken: set[str], fresh: Callable[[str], str],
                   relayout: Callable[[Instruction, dict[str, Shape]], Optional[Instruction]],
                   new_origin: Callable[[str, str, bool], Any], out: list[Instruction],
-                  shapes: dict[str, Shape], origin_of: dict[str, Any]) -> Optional[int]: ...
-@overload
-def expand_fusion(instr: Instruction, fused: Sequence[Instruction], outputs: set[str],
-                  taken: set[str], fresh: Callable[[str], str],
-                  relayout: Callable[[Instruction, dict[str, Shape]], Optional[Instruction]],
-                  new_origin: Callable[[str, str, bool], Any], out: list[Instruction],
-                  shapes: dict[str, Shape], origin_of: dict[str, Any], seen: dict[Any, Any],
-                  never_merge: frozenset[str], unkeyed: Sequence[str]
-                  ) -> Optional[tuple[int, int]]: ...
+                  shapes: dict[str, Shape], origins: dict[tuple[str, str], Any],
+                  computation: str, seen: dict[Any, Any], never_merge: frozenset[str],
+                  unkeyed: Sequence[str]) -> Optional[tuple[int, int]]: ...
 
 def merge_key(instr: Instruction, never_merge: frozenset[str], unkeyed: Sequence[str]
               ) -> Optional[tuple[object, ...]]: ...

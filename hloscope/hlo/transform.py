@@ -227,6 +227,7 @@ class _Expander:
         self.bitcasts = 0
         self.undone = 0
         self.fused = module.fused_computation_names()
+        self.nested = False  # a fused computation expanded (it holds a fusion)
         # Names an expanded op must not take: those of the computations that stay.
         self.taken = {i.name for c in module.computations if c.name not in self.fused
                       for i in c.instructions}
@@ -265,16 +266,15 @@ class _Expander:
         return self._fresh(base, "unfused")
 
     def _inline_fusion(self, instr: Instruction, fused: Computation, outputs: set[str],
-                       out: list[Instruction], shapes: dict[str, Shape],
-                       origin_of: dict[str, Origin],
+                       out: list[Instruction], shapes: dict[str, Shape], comp_name: str,
                        merge: Callable[[Instruction, bool], Optional[str]]) -> tuple[int, int]:
         """The ops of ``fused`` (the expanded computation fusion ``instr`` calls) appended to
         ``out`` in its place, reading the fusion's operands for its parameters; each under its
         own name (a fresh one where it is taken), the root under the fusion's; layout-only
         transposes and reshapes as bitcasts (``_relayout``); an op ``merge`` finds made before
         (a duplicated producer: _Merger) not made, the ops after it reading that one.
-        ``shapes`` and ``origin_of`` gain each op's shape and origin. Returns the counts of
-        bitcasts made and of ops merged."""
+        ``shapes`` gains each op's shape, ``self.origins`` its origin (under ``comp_name``,
+        the computation expanded). Returns the counts of bitcasts made and of ops merged."""
         taken = self.taken
         local: dict[str, str] = {}
         bitcasts = merged = 0
@@ -313,7 +313,7 @@ class _Expander:
                 continue
             out.append(g)
             shapes[new_name] = g.shape
-            origin_of[new_name] = _new_origin(instr.name, f.name, is_output)
+            self.origins[(comp_name, new_name)] = _new_origin(instr.name, f.name, is_output)
         return bitcasts, merged
 
     def expand(self, comp: Computation) -> Computation:
@@ -326,8 +326,9 @@ class _Expander:
         out: list[Instruction] = []
         rename: dict[str, str] = {}
         shapes: dict[str, Shape] = {}
-        # This computation's expanded ops, by name: where each came from.
-        origin_of: dict[str, Origin] = {}
+        cname = comp.name
+        if cname in self.fused:
+            self.nested = True  # a fusion in a fusion: origins in a computation not kept
         # Duplicated producers merged as they are made: in C over a seen table of its own
         # where the loops are compiled (the Python fallback for control edges asks it too).
         seen: dict[Any, Any] = {}
@@ -359,10 +360,10 @@ class _Expander:
                 outputs |= set(fused.root.operands)
             made = None if loops is None else loops.expand_fusion(
                 instr, fused.instructions, outputs, taken, self._fresh_unfused, _relayout,
-                _new_origin, out, shapes, origin_of, seen, _NEVER_MERGE, _UNKEYED)
+                _new_origin, out, shapes, self.origins, cname, seen, _NEVER_MERGE, _UNKEYED)
             if made is None:  # not compiled, or control edges: the Python
                 before = len(out)
-                made = self._inline_fusion(instr, fused, outputs, out, shapes, origin_of, merge)
+                made = self._inline_fusion(instr, fused, outputs, out, shapes, cname, merge)
                 controls = controls or any(g.control_predecessors for g in out[before:])
             self.bitcasts += made[0]
             self.merged += made[1]
@@ -373,8 +374,6 @@ class _Expander:
             # order): it reads the fusion's parameter too.
             out = [_renamed(i, name_of) if not rename.keys().isdisjoint(i.operands) else i
                    for i in out]
-        cname = comp.name
-        self.origins.update(((cname, n), o) for n, o in origin_of.items())
         final = [_rename_control(i, name_of) for i in out] if controls else out
         for step in self.undo:
             final = self._undo(comp.name, step, final)
@@ -439,9 +438,11 @@ def unfuse(module: Module, undo: tuple[str, ...] = ()) -> Unfused:
     ex = _Expander(module, undo)
     comps = tuple(ex.expand(c) for c in module.computations if c.name not in ex.fused)
     m = dataclasses.replace(module, computations=comps)
-    kept = {c.name for c in comps}
-    return Unfused(m, {k: v for k, v in ex.origins.items() if k[0] in kept}, ex.merged,
-                   ex.bitcasts, ex.copies, ex.undone)
+    origins = ex.origins
+    if ex.nested:  # the origins of the ops of a fusion in a fusion, where it was expanded
+        kept = {c.name for c in comps}
+        origins = {k: v for k, v in origins.items() if k[0] in kept}
+    return Unfused(m, origins, ex.merged, ex.bitcasts, ex.copies, ex.undone)
 
 
 # ---------------------------------------------------------------------------------------------
