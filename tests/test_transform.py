@@ -244,11 +244,24 @@ needs_graph_order = pytest.mark.skipif(
            "made in Python instead")
 
 
+def _both_orders_are_the_python_ones(comp: hloscope.Computation) -> None:
+    """graph_order kind 2: bfs_schedule's order, and the post order of the computation in
+    that order (None where a control edge between its instructions, or a cycle, is there)."""
+    from hloscope.hlo.ir import Computation
+    order, post = transform._graph_order(comp.instructions, 2)
+    bfs = transform._bfs_schedule(comp)
+    assert order == bfs, comp.name
+    controlled = any(p in comp for i in comp for p in i.control_predecessors)
+    assert post == (None if controlled or len(bfs) != len(comp) else
+                    transform._post_order_names(Computation(comp.name, tuple(bfs)))), comp.name
+
+
 @needs_graph_order
 @pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
 def test_the_compiled_orders_are_the_python_ones_on_every_fixture(path: str) -> None:
     """graph_order (C) gives bfs_schedule's and post_order_names' Python orders on every
-    computation of every fixture, fused and unfused."""
+    computation of every fixture, fused and unfused; a breadth-first reschedule keeps the post
+    order of its order, which is the Python's."""
     m = hloscope.parse_file(path)
     for module in (m, unfuse(m).module):
         for comp in module.computations:
@@ -256,6 +269,11 @@ def test_the_compiled_orders_are_the_python_ones_on_every_fixture(path: str) -> 
                 transform._bfs_schedule(comp), comp.name
             assert transform._graph_order(comp.instructions, 1) == \
                 transform._post_order_names(comp), comp.name
+            _both_orders_are_the_python_ones(comp)
+        for comp in reschedule(module, bfs_schedule).computations:
+            assert comp._post_order is not None or \
+                any(i.control_predecessors for i in comp), comp.name
+            assert transform.post_order_names(comp) == transform._post_order_names(comp)
             # graph_deps (C) gives _deps' lists, both ways round.
             for controls_first in (False, True):
                 assert transform._deps(comp, controls_first) == \
@@ -294,6 +312,7 @@ def test_the_compiled_orders_are_the_python_ones_on_drawn_graphs(ops) -> None:
     assert transform._graph_order(instrs, 0) == transform._bfs_schedule(comp)
     assert transform._graph_order(instrs, 1) == transform._post_order_names(comp)
     assert n == len(transform._post_order_names(comp))
+    _both_orders_are_the_python_ones(comp)
     for controls_first in (False, True):
         assert transform._deps(comp, controls_first) == transform._deps_py(comp, controls_first)
 
@@ -338,8 +357,9 @@ def test_the_compiled_orders_leave_two_instructions_of_one_name_to_python() -> N
                   for _ in range(2))
     assert transform._graph_order(twice, 0) is None
     assert transform._graph_order(twice, 1) is None
+    assert transform._graph_order(twice, 2) is None
     with pytest.raises(ValueError):
-        transform._graph_order(twice, 2)
+        transform._graph_order(twice, 3)
 
 
 @pytest.mark.parametrize("name", sorted(SCHEDULERS))

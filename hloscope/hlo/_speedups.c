@@ -671,8 +671,8 @@ static PyObject *operands_name = NULL, *controls_name = NULL, *name_name = NULL;
 
 
 /* The dependencies of instruction i appended to deps from *count on, each once (mark[k]
- * holds i + 1 once k is one of them); 0, or -1 with an exception set. read (optional) marks
- * the instructions read as operands. */
+ * holds i + 1 once k is one of them); 1 where a control predecessor is among them, else 0;
+ * -1 with an exception set. read (optional) marks the instructions read as operands. */
 static int deps_of(PyObject *instr, Py_ssize_t i, PyObject *pos, int controls_first,
                    Py_ssize_t **deps, Py_ssize_t *count, Py_ssize_t *capacity, Py_ssize_t *mark,
                    char *read) {
@@ -686,7 +686,7 @@ static int deps_of(PyObject *instr, Py_ssize_t i, PyObject *pos, int controls_fi
                              : NULL;
     Py_XDECREF(got);
     if (!controls) { Py_DECREF(operands); return -1; }
-    int status = -1;
+    int status = -1, controlled = 0;
     Py_ssize_t no = PySequence_Fast_GET_SIZE(operands), nc = PySequence_Fast_GET_SIZE(controls);
     if (*count + no + nc > *capacity) {
         Py_ssize_t grown = (*capacity + no + nc) * 2;
@@ -711,13 +711,14 @@ static int deps_of(PyObject *instr, Py_ssize_t i, PyObject *pos, int controls_fi
             }
             Py_ssize_t at = PyLong_AsSsize_t(k);
             if (!is_controls && read) read[at] = 1;
+            if (is_controls) controlled = 1;
             if (mark[at] != i + 1) {
                 mark[at] = i + 1;
                 (*deps)[(*count)++] = at;
             }
         }
     }
-    status = 0;
+    status = controlled;
 done:
     Py_DECREF(operands);
     Py_DECREF(controls);
@@ -726,14 +727,16 @@ done:
 
 /* The depth-first walks of _depth_first_names over index arrays (instruction i's
  * dependencies: deps[first[i]] to deps[first[i + 1]]): from each instruction flag marks a
- * root (bit 1 clear), in order, then from every instruction, each dependency put before its
- * user. flag's bit 2 marks the instructions done; work holds 2n; the order goes to order.
- * Returns how many instructions it holds. */
+ * root (bit 1 clear), in order (the text's, or seq's where given), then from every
+ * instruction, each dependency put before its user. flag's bit 2 marks the instructions
+ * done; work holds 2n; the order goes to order. Returns how many instructions it holds. */
 static Py_ssize_t post_order_walk(Py_ssize_t n, const Py_ssize_t *first, const Py_ssize_t *deps,
-                                  char *flag, Py_ssize_t *work, Py_ssize_t *order) {
+                                  char *flag, Py_ssize_t *work, Py_ssize_t *order,
+                                  const Py_ssize_t *seq) {
     Py_ssize_t *stack = work, *at = work + n, done_count = 0;
     for (int pass = 0; pass < 2; pass++) {
-        for (Py_ssize_t s = 0; s < n; s++) {
+        for (Py_ssize_t t = 0; t < n; t++) {
+            Py_ssize_t s = seq ? seq[t] : t;
             if ((flag[s] & 2) || (pass == 0 && (flag[s] & 1))) continue;
             flag[s] |= 2;
             Py_ssize_t depth = 1;
@@ -778,10 +781,13 @@ static PyObject *graph_order(PyObject *self, PyObject *args) {
     PyObject *instrs;
     int kind;
     if (!PyArg_ParseTuple(args, "O!i", &PyTuple_Type, &instrs, &kind)) return NULL;
-    if (kind != 0 && kind != 1) {
-        PyErr_SetString(PyExc_ValueError, "kind is 0 (breadth-first) or 1 (post order)");
+    if (kind != 0 && kind != 1 && kind != 2) {
+        PyErr_SetString(PyExc_ValueError, "kind is 0 (breadth-first), 1 (post order) or 2 "
+                        "(both)");
         return NULL;
     }
+    int controlled = 0;  /* a control predecessor among the dependencies */
+    PyObject *post = NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(instrs);
     PyObject *pos = PyDict_New(), *names = PyList_New(n), *result = NULL;
     Py_ssize_t *first = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t));
@@ -804,12 +810,13 @@ static PyObject *graph_order(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         first[i] = count;
         /* work: the marks here, the queue's counts or the walk's stacks below */
-        if (deps_of(PyTuple_GET_ITEM(instrs, i), i, pos, kind == 1, &deps, &count, &capacity,
-                    work, kind == 1 ? flag : NULL) < 0)
-            goto done;
+        int got = deps_of(PyTuple_GET_ITEM(instrs, i), i, pos, kind == 1, &deps, &count,
+                          &capacity, work, kind != 0 ? flag : NULL);
+        if (got < 0) goto done;
+        controlled |= got;
     }
     first[n] = count;
-    if (kind == 0) {
+    if (kind != 1) {
         /* users of each instruction, in text order; missing: the deps not yet scheduled */
         users = PyMem_Malloc((count + 1) * sizeof(Py_ssize_t));
         ufirst = PyMem_Calloc(n + 2, sizeof(Py_ssize_t));
@@ -830,16 +837,32 @@ static PyObject *graph_order(PyObject *self, PyObject *args) {
                 if (--missing[users[j]] == 0) order[done_count++] = users[j];
         }
     } else {
-        done_count = post_order_walk(n, first, deps, flag, work, order);
+        done_count = post_order_walk(n, first, deps, flag, work, order, NULL);
     }
-    result = PyList_New(done_count);
-    if (!result) goto done;
+    if (kind == 2 && !controlled && done_count == n) {
+        /* the post order of the instructions in the breadth-first order just found: the same
+         * dependencies (without control edges, the operands in order either way), the walks
+         * from the instructions in that order */
+        Py_ssize_t *walked = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t));
+        if (!walked) { PyErr_NoMemory(); goto done; }
+        memset(work, 0, (2 * n + 1) * sizeof(Py_ssize_t));
+        Py_ssize_t walked_count = post_order_walk(n, first, deps, flag, work, walked, order);
+        post = PyList_New(walked_count);
+        for (Py_ssize_t i = 0; post && i < walked_count; i++)
+            PyList_SET_ITEM(post, i, Py_NewRef(PyList_GET_ITEM(names, walked[i])));
+        PyMem_Free(walked);
+        if (!post) goto done;
+    }
+    PyObject *made = PyList_New(done_count);
+    if (!made) goto done;
     for (Py_ssize_t i = 0; i < done_count; i++) {
-        PyObject *item = kind == 0 ? PyTuple_GET_ITEM(instrs, order[i])
+        PyObject *item = kind != 1 ? PyTuple_GET_ITEM(instrs, order[i])
                                    : PyList_GET_ITEM(names, order[i]);
-        PyList_SET_ITEM(result, i, Py_NewRef(item));
+        PyList_SET_ITEM(made, i, Py_NewRef(item));
     }
+    result = kind == 2 ? Py_BuildValue("(NO)", made, post ? post : Py_None) : made;
 done:
+    Py_XDECREF(post);
     Py_XDECREF(pos);
     Py_XDECREF(names);
     PyMem_Free(first);
@@ -1220,7 +1243,7 @@ static PyObject *depth_first(PyObject *self, PyObject *args) {
             if (is_root < 0) goto done;
             if (!is_root) flag[i] |= 1;
         }
-    done_count = post_order_walk(n, first, deps, flag, work, order);
+    done_count = post_order_walk(n, first, deps, flag, work, order, NULL);
     result = PyList_New(done_count);
     if (!result) goto done;
     for (Py_ssize_t i = 0; i < done_count; i++)
@@ -1629,7 +1652,9 @@ static PyMethodDef methods[] = {
      "like_key(instr, index, tails) -> (ops, key): verify._like_key, compiled."},
     {"graph_order", graph_order, METH_VARARGS,
      "graph_order(instructions, kind) -> list: bfs_schedule's instructions (kind 0) or "
-     "post_order_names' names (kind 1), compiled; None where two share a name."},
+     "post_order_names' names (kind 1), compiled; kind 2: (kind 0's, the post order's names "
+     "for the instructions in that order, or None where control edges order them); None "
+     "where two share a name."},
     {"depth_first", depth_first, METH_VARARGS,
      "depth_first(instructions, deps, roots) -> transform._depth_first's order, compiled; "
      "None where two share a name or a deps list names one not here."},

@@ -293,6 +293,11 @@ class Computation:
     # pre-optimization text). Not found when a computation is made: most computations a
     # transform makes are never asked (4 ms of scans per parse of the 32-layer mixtral step).
     _root: Optional[Instruction] = field(default=None, compare=False, repr=False)
+    # XLA's post order of the instructions (transform.post_order_names), where the transform
+    # that made the computation found it in the same pass as its order (reschedule,
+    # breadth-first): the liveness asks for it once more per analysis.
+    _post_order: Optional[tuple[str, ...]] = field(default=None, init=False, compare=False,
+                                                   repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", {i.name: i for i in self.instructions})

@@ -592,6 +592,9 @@ def post_order_schedule(comp: Computation) -> list[Instruction]:
 
 def post_order_names(comp: Computation) -> list[str]:
     """``post_order_schedule``'s order, by instruction name."""
+    known = comp._post_order
+    if known is not None:
+        return list(known)
     if _graph_order is not None:
         order: Optional[list[str]] = _graph_order(comp.instructions, 1)
         if order is not None:
@@ -726,6 +729,22 @@ def reschedule(module: Module, scheduler: Scheduler,
                computations: Optional[Iterable[str]] = None) -> Module:
     """The module with each computation (or those named) in the scheduler's order."""
     names = set(computations) if computations is not None else None
-    comps = tuple(Computation(c.name, tuple(scheduler(c)), c.is_entry, c.execution_thread)
-                  if names is None or c.name in names else c for c in module.computations)
+    comps = tuple(_scheduled(c, scheduler) if names is None or c.name in names else c
+                  for c in module.computations)
     return dataclasses.replace(module, computations=comps)
+
+
+def _scheduled(comp: Computation, scheduler: Scheduler) -> Computation:
+    """``comp`` in the scheduler's order. Breadth-first and compiled, the post order of the
+    new order comes from the same pass over the dependencies (graph_order kind 2), kept for
+    post_order_names."""
+    if scheduler is bfs_schedule and _graph_order is not None and \
+            isinstance(comp.instructions, tuple):
+        made = _graph_order(comp.instructions, 2)
+        if made is not None:  # None: two instructions share a name
+            order, post = made
+            new = Computation(comp.name, tuple(order), comp.is_entry, comp.execution_thread)
+            if post is not None:  # None: control edges order the post order otherwise
+                object.__setattr__(new, "_post_order", tuple(post))
+            return new
+    return Computation(comp.name, tuple(scheduler(comp)), comp.is_entry, comp.execution_thread)
