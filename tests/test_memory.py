@@ -489,11 +489,57 @@ def test_eliminated_groups_count_each_value_once_in_every_grouping() -> None:
         assert source == {"": [1, 16], "m.py:3": [1, 32]}
 
 
+@needs_heaptree
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(("parameter", "constant", "add", "tuple")),
+                          st.booleans(), st.integers(0, 3), st.integers(0, 1 << 40),
+                          st.booleans(), st.integers(0, 9), st.integers(0, 5),
+                          st.booleans(), st.booleans()),
+                min_size=1, max_size=24),
+       st.data())
+def test_the_compiled_groups_split_is_the_python_one(rows, data) -> None:  # type: ignore[no-untyped-def]
+    """_heaptree.split_groups splits drawn groups as liveness._split_groups does: values of
+    any opcode, in the entry or not, live out or not, in another memory space, index tables,
+    with or without a place in post order; groups of several values sorted by start."""
+    from hloscope.analysis import liveness
+    from hloscope.analysis.liveness import Value
+    from hloscope.hlo.ir import Instruction
+    from hloscope.hlo.shape import parse_shape
+    shape = parse_shape("f32[4]")
+    values, instr_at, live_out = [], {}, set()
+    places: dict[str, dict[str, int]] = {"e": {}, "body": {}}
+    for vid, (opcode, in_entry, space, size, table, start, group, out, placed) in \
+            enumerate(rows):
+        comp, name = ("e" if in_entry else "body"), f"i{vid}"
+        instr_at[(comp, name)] = Instruction(name=name, opcode=opcode, shape=shape)
+        values.append(Value(vid, name, comp, (), "f32[4]", size, size, size, start, start + 1,
+                            space, table))
+        if out:
+            live_out.add(vid)
+        if placed:
+            places[comp][name] = vid * 7 % 11
+    roots = data.draw(st.lists(st.integers(0, len(rows) - 1), min_size=len(rows),
+                               max_size=len(rows)))
+    def groups() -> dict[int, list[Value]]:
+        made: dict[int, list[Value]] = {}
+        for v, g in zip(values, roots):
+            made.setdefault(g, []).append(v)
+        return made
+    offsets = {"e": 100, "body": 0}
+    python = liveness._split_groups(groups(), instr_at, live_out, "e", places, offsets)
+    assert liveness._split_groups_c is not None
+    compiled = liveness._split_groups_c(groups(), instr_at, live_out, "e", places, offsets,
+                                        liveness._CLASSES)
+    assert compiled == python
+    for members in (m for _, m in python[0]):
+        assert [(v.start, v.id) for v in members] == sorted((v.start, v.id) for v in members)
+
+
 # The switches between a compiled loop of the liveness and its Python reference (None: the
 # Python): make_values (the values), plain_steps (the builder's common step), Handoff (the
-# take-over rule the assignment asks).
+# take-over rule the assignment asks), split_groups (the groups' classes and sort places).
 COMPILED_SWITCHES = {"values": "_compiled_make_values", "builder step": "_plain_steps",
-                     "handoff rule": "COMPILED_HANDOFF"}
+                     "handoff rule": "COMPILED_HANDOFF", "groups split": "_split_groups_c"}
 
 
 @needs_heaptree

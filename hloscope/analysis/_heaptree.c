@@ -533,10 +533,10 @@ typedef struct {
  * found once by bind_value, through the class's member descriptors); any other object, or
  * before bind_value, by name. */
 enum { V_ID, V_INSTRUCTION, V_COMPUTATION, V_INDEX, V_START, V_END, V_SIZE, V_IS_TABLE,
-       V_OP_NAME, V_SOURCE, V_COUNT };
+       V_OP_NAME, V_SOURCE, V_MEMORY_SPACE, V_COUNT };
 static const char *value_field_texts[V_COUNT] = {"id", "instruction", "computation", "index",
                                                  "start", "end", "size", "is_table",
-                                                 "op_name", "source"};
+                                                 "op_name", "source", "memory_space"};
 static PyObject *value_field_names[V_COUNT];
 static PyTypeObject *value_type = NULL;
 static Py_ssize_t value_offsets[V_COUNT];
@@ -1903,7 +1903,7 @@ static PyObject *grouping_dict(Grouping *g) {
     return out;
 }
 
-static PyObject *fusion_name = NULL, *is_output_name = NULL;
+static PyObject *fusion_name = NULL, *is_output_name = NULL, *constant_name = NULL;
 
 /* eliminated_groups(values, origins, index_of, skipped, peak) -> (count, bytes, at_peak,
  * at_peak_count, (by_fusion, by_op_name, by_opcode, by_source)), or None where a sum passes
@@ -1997,6 +1997,177 @@ done:
     return result;
 }
 
+/* ---- split_groups: liveness._split_groups, in C ------------------------------------------ */
+enum { C_PARAMETER, C_CONSTANT, C_OUTPUT, C_TEMP };
+
+/* liveness._class_of for value v: its class code, -1 with an exception set */
+static int class_code(PyObject *v, PyObject *instr_at, PyObject *live_out, PyObject *entry) {
+    PyObject *comp = NULL;
+    PyObject *instr = defining_instr(instr_at, v, &comp);  /* borrowed */
+    PyObject *opcode = instr ? PyObject_GetAttr(instr, opcode_name) : NULL;
+    int code = -1;
+    if (!opcode) goto done;
+    int param = PyUnicode_Check(opcode) && PyUnicode_Compare(opcode, parameter_name) == 0;
+    if (param) {
+        int entry_comp = PyObject_RichCompareBool(comp, entry, Py_EQ);
+        if (entry_comp < 0) goto done;
+        if (entry_comp) { code = C_PARAMETER; goto done; }
+    }
+    if (PyUnicode_Check(opcode) && PyUnicode_Compare(opcode, constant_name) == 0) {
+        code = C_CONSTANT;
+        goto done;
+    }
+    PyObject *id = vfield(v, V_ID);
+    int out = id ? PySet_Contains(live_out, id) : -1;
+    Py_XDECREF(id);
+    if (out >= 0) code = out ? C_OUTPUT : C_TEMP;
+done:
+    Py_XDECREF(comp);
+    Py_XDECREF(opcode);
+    return code;
+}
+
+/* v's post-order place (post_offset[comp] + post_places[comp][name], 0 where it has none);
+ * -1 with an exception set */
+static int64_t post_place(PyObject *v, PyObject *places, PyObject *offsets) {
+    PyObject *comp = vfield(v, V_COMPUTATION);
+    if (!comp) return -1;
+    int64_t at = 0;
+    PyObject *in = PyDict_GetItemWithError(places, comp);
+    PyObject *name = in ? vfield(v, V_INSTRUCTION) : NULL;
+    PyObject *k = name ? PyDict_GetItemWithError(in, name) : NULL;
+    Py_XDECREF(name);
+    if (k) {
+        PyObject *offset = must_get(offsets, comp);
+        int error = 0;
+        at = offset ? as_int64(k, &error) + as_int64(offset, &error) : -1;
+        if (!offset || error) at = -1;
+    } else if (PyErr_Occurred()) {
+        at = -1;
+    }
+    Py_DECREF(comp);
+    return at;
+}
+
+typedef struct {
+    int64_t start, id;
+    PyObject *v;
+} Member;
+
+static int cmp_member(const void *a, const void *b) {
+    const Member *x = a, *y = b;
+    if (x->start != y->start) return (x->start > y->start) - (x->start < y->start);
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* members sorted by (start, id) in place; 0, or -1 with an exception set */
+static int sort_members(PyObject *members) {
+    Py_ssize_t m = PyList_GET_SIZE(members);
+    Member *a = PyMem_Malloc((size_t)m * sizeof(Member));
+    if (!a) { PyErr_NoMemory(); return -1; }
+    int error = 0;
+    for (Py_ssize_t i = 0; i < m && !error; i++) {
+        PyObject *v = PyList_GET_ITEM(members, i);
+        PyObject *start = vfield(v, V_START), *id = start ? vfield(v, V_ID) : NULL;
+        if (!id) error = 1;
+        a[i] = (Member){id ? as_int64(start, &error) : 0, id ? as_int64(id, &error) : 0, v};
+        Py_XDECREF(start);
+        Py_XDECREF(id);
+    }
+    if (!error) {
+        qsort(a, (size_t)m, sizeof(Member), cmp_member);
+        /* the list holds each value once already: the same references, reordered */
+        for (Py_ssize_t i = 0; i < m; i++) PyList_SET_ITEM(members, i, a[i].v);
+    }
+    PyMem_Free(a);
+    return error ? -1 : 0;
+}
+
+/* split_groups(groups, instr_at, live_out, entry_name, post_places, post_offset, classes) ->
+ * (temps, sizes, places, others): liveness._split_groups, which see (classes: the class of
+ * each code, parameter, constant, output, temp). */
+static PyObject *split_groups(PyObject *self, PyObject *args) {
+    PyObject *groups, *instr_at, *live_out, *entry, *places, *offsets, *classes;
+    if (!PyArg_ParseTuple(args, "O!O!OOO!O!O!", &PyDict_Type, &groups, &PyDict_Type, &instr_at,
+                          &live_out, &entry, &PyDict_Type, &places, &PyDict_Type, &offsets,
+                          &PyTuple_Type, &classes))
+        return NULL;
+    if (!PyAnySet_Check(live_out) || PyTuple_GET_SIZE(classes) != 4) {
+        PyErr_SetString(PyExc_TypeError, "live_out: a set; classes: four");
+        return NULL;
+    }
+    PyObject *temps = PyList_New(0), *sizes = PyList_New(0), *at_list = PyList_New(0),
+             *others = PyList_New(0), *result = NULL, *g, *members;
+    Py_ssize_t pos = 0;
+    if (!temps || !sizes || !at_list || !others) goto done;
+    while (PyDict_Next(groups, &pos, &g, &members)) {
+        if (!PyList_Check(members) || !PyList_GET_SIZE(members)) {
+            PyErr_SetString(PyExc_TypeError, "each group is a non-empty list of values");
+            goto done;
+        }
+        Py_ssize_t m = PyList_GET_SIZE(members);
+        if (m > 1 && sort_members(members) < 0) goto done;
+        /* the class (the first of parameter, constant, output its values have), the largest
+         * memory space and size, and whether every value is an index table */
+        int code = C_TEMP, all_tables = 1;
+        PyObject *space = NULL, *size = NULL;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            PyObject *v = PyList_GET_ITEM(members, i);
+            int c = class_code(v, instr_at, live_out, entry);
+            if (c < 0) goto fail;
+            if (c < code) code = c;
+            PyObject *vs = vfield(v, V_MEMORY_SPACE), *vz = vs ? vfield(v, V_SIZE) : NULL;
+            PyObject *vt = vz ? vfield(v, V_IS_TABLE) : NULL;
+            int table = vt ? PyObject_IsTrue(vt) : -1;
+            Py_XDECREF(vt);
+            int more_space = table < 0 ? -1 : !space ? 1 : PyObject_RichCompareBool(vs, space, Py_GT);
+            int more_size = more_space < 0 ? -1 : !size ? 1 : PyObject_RichCompareBool(vz, size, Py_GT);
+            if (more_size < 0) { Py_XDECREF(vs); Py_XDECREF(vz); goto fail; }
+            if (more_space) Py_XSETREF(space, Py_NewRef(vs));
+            if (more_size) Py_XSETREF(size, Py_NewRef(vz));
+            Py_DECREF(vs);
+            Py_DECREF(vz);
+            all_tables = all_tables && table;
+        }
+        int spaced = PyObject_IsTrue(space);
+        if (spaced < 0) goto fail;
+        if (code != C_TEMP || spaced || all_tables) {
+            PyObject *row = Py_BuildValue("(OOOOOO)", g, members, PyTuple_GET_ITEM(classes, code),
+                                          space, size, all_tables ? Py_True : Py_False);
+            int stored = row ? PyList_Append(others, row) : -1;
+            Py_XDECREF(row);
+            if (stored < 0) goto fail;
+        } else {
+            int64_t at = -1;
+            for (Py_ssize_t i = 0; i < m; i++) {
+                int64_t p = post_place(PyList_GET_ITEM(members, i), places, offsets);
+                if (p < 0) goto fail;
+                if (at < 0 || p < at) at = p;
+            }
+            PyObject *pair = PyTuple_Pack(2, g, members), *place = PyLong_FromLongLong(at);
+            int stored = pair && place && PyList_Append(temps, pair) == 0 &&
+                         PyList_Append(sizes, size) == 0 && PyList_Append(at_list, place) == 0;
+            Py_XDECREF(pair);
+            Py_XDECREF(place);
+            if (!stored) goto fail;
+        }
+        Py_DECREF(space);
+        Py_DECREF(size);
+        continue;
+    fail:
+        Py_XDECREF(space);
+        Py_XDECREF(size);
+        goto done;
+    }
+    result = PyTuple_Pack(4, temps, sizes, at_list, others);
+done:
+    Py_XDECREF(temps);
+    Py_XDECREF(sizes);
+    Py_XDECREF(at_list);
+    Py_XDECREF(others);
+    return result;
+}
+
 static PyTypeObject HandoffType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "hloscope.analysis._heaptree.Handoff",
@@ -2030,6 +2201,9 @@ static PyMethodDef methods[] = {
      "make_values(defs, uses, live_out, aliased, entry_name, end, new_value, source_of, "
      "facts_of) -> the Values by id: liveness._make_values' loop, compiled."},
 
+    {"split_groups", split_groups, METH_VARARGS,
+     "split_groups(groups, instr_at, live_out, entry_name, post_places, post_offset, classes) "
+     "-> (temps, sizes, places, others): liveness._split_groups, compiled."},
     {"eliminated_groups", eliminated_groups, METH_VARARGS,
      "eliminated_groups(values, origins, index_of, skipped, peak) -> (count, bytes, at_peak, "
      "at_peak_count, (by_fusion, by_op_name, by_opcode, by_source)) or None: memory."
@@ -2062,8 +2236,9 @@ PyMODINIT_FUNC PyInit__heaptree(void) {
     name_name = PyUnicode_InternFromString("name");
     empty_str = PyUnicode_InternFromString("");
     fusion_name = PyUnicode_InternFromString("fusion");
+    constant_name = PyUnicode_InternFromString("constant");
     is_output_name = PyUnicode_InternFromString("is_output");
-    if (!fusion_name || !is_output_name || !parameter_name || !opcode_name || !metadata_name || !op_name_name || !name_name ||
+    if (!fusion_name || !is_output_name || !constant_name || !parameter_name || !opcode_name || !metadata_name || !op_name_name || !name_name ||
             !empty_str)
         return NULL;
     if (!operands_name || !shape_name || !element_type_name || !tuple_text || !copy_text ||

@@ -947,6 +947,73 @@ OUTPUT_TABLE: type[_OutputTable] = _CompiledOutputTable if _CompiledTable is not
     else _OutputTable
 
 
+def _class_of_group(members: list[Value], instr_at: dict[tuple[str, str], Instruction],
+                    live_out: set[int], entry_name: str) -> str:
+    """A group's class: a parameter's if one of its values is an entry parameter, else a
+    constant's, else an output's, else a temporary's."""
+    classes = set()
+    for v in members:
+        instr = instr_at[(v.computation, v.instruction)]
+        classes.add(_class_of(instr.opcode, instr.opcode == "parameter" and
+                              v.computation == entry_name, v.id in live_out))
+    for c in (PARAMETER, CONSTANT, OUTPUT):
+        if c in classes:
+            return c
+    return TEMP
+
+
+# A group that is not a temporary of the default memory space (or is all index tables): its
+# root, its values, class, memory space, size and whether every value is an index table.
+_Other = tuple[int, list[Value], str, int, int, bool]
+
+
+def _split_groups(groups: dict[int, list[Value]], instr_at: dict[tuple[str, str], Instruction],
+                  live_out: set[int], entry_name: str, post_places: dict[str, dict[str, int]],
+                  post_offset: dict[str, int]
+                  ) -> tuple[list[tuple[int, list[Value]]], list[int], list[int], list[_Other]]:
+    """The groups (root → values) of temporaries in the default memory space that are not
+    all index tables (most groups), with their sizes (the largest value's) and their places
+    in post order (the least of their values', 0 where a value has none); and every other
+    group (``_Other``); each in the order ``groups`` has them. A group of several values is
+    sorted by start (then id) in place. _heaptree.split_groups is this loop in C."""
+    temps: list[tuple[int, list[Value]]] = []
+    sizes: list[int] = []
+    places: list[int] = []
+    others: list[_Other] = []
+    for g, members in groups.items():
+        if len(members) == 1:  # most groups: each fact is the one value's
+            v = members[0]
+            opcode = instr_at[(v.computation, v.instruction)].opcode
+            cls = _class_of(opcode, opcode == "parameter" and v.computation == entry_name,
+                            v.id in live_out)
+            space, size, all_tables = v.memory_space, v.size, v.is_table
+        else:
+            members.sort(key=lambda v: (v.start, v.id))
+            cls = _class_of_group(members, instr_at, live_out, entry_name)
+            space = max(v.memory_space for v in members)
+            size = max(v.size for v in members)
+            all_tables = all(v.is_table for v in members)
+        if cls != TEMP or space or all_tables:
+            others.append((g, members, cls, space, size, all_tables))
+            continue
+        at = None
+        for v in members:
+            p = post_places.get(v.computation)
+            k = None if p is None else p.get(v.instruction)
+            k = 0 if k is None else post_offset[v.computation] + k
+            at = k if at is None or k < at else at
+        temps.append((g, members))
+        sizes.append(size)
+        places.append(at if at is not None else 0)
+    return temps, sizes, places, others
+
+
+# _split_groups in C (None: the Python, the reference), given the classes by their codes.
+_CLASSES = (PARAMETER, CONSTANT, OUTPUT, TEMP)
+_split_groups_c: Optional[Callable[..., Any]] = compiled("hloscope.analysis._heaptree",
+                                                         "split_groups")
+
+
 def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction], ...],
             values: tuple[Value, ...], b: _Builder, live_out: set[int], end: int,
             aliased: frozenset[int] = frozenset()) -> Analysis:
@@ -965,51 +1032,32 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     trees = b.trees
 
     entry_name = module.entry_name
-
-    def cls_of_group(members: list[Value]) -> str:
-        classes = set()
-        for v in members:
-            instr = instr_at[(v.computation, v.instruction)]
-            classes.add(_class_of(instr.opcode, instr.opcode == "parameter" and
-                                  v.computation == entry_name, v.id in live_out))
-        for c in (PARAMETER, CONSTANT, OUTPUT):
-            if c in classes:
-                return c
-        return TEMP
+    roles = computation_roles(module)
+    post, xla_pos = _post_order_positions(module, roles)
 
     slots: list[_Slot] = []
     slot_of: dict[int, _Slot] = {}  # group root → slot
     other_spaces: dict[str, int] = {}
     output_slots: list[_Slot] = []
-    temp_groups: list[tuple[int, list[Value]]] = []
-    group_size: dict[int, int] = {}  # a temporary group's size: its largest value's
     table_groups: list[list[Value]] = []
-    for g, members in groups.items():
-        if len(members) == 1:  # most groups: each fact is the one value's
-            v = members[0]
-            opcode = instr_at[(v.computation, v.instruction)].opcode
-            cls = _class_of(opcode, opcode == "parameter" and v.computation == entry_name,
-                            v.id in live_out)
-            space, size, all_tables = v.memory_space, v.size, v.is_table
-        else:
-            members.sort(key=lambda v: (v.start, v.id))
-            cls = cls_of_group(members)
-            space = max(v.memory_space for v in members)
-            size = max(v.size for v in members)
-            all_tables = all(v.is_table for v in members)
+    # Most groups are temporaries of the default memory space: those apart, each with its
+    # size and its place in post order; every other group with its class and facts.
+    temp_groups, temp_sizes, temp_places, others = \
+        _split_groups(groups, instr_at, live_out, entry_name, post.places, post.offset) \
+        if _split_groups_c is None else _split_groups_c(
+            groups, instr_at, live_out, entry_name, post.places, post.offset, _CLASSES)
+    # a temporary group's size: its largest value's
+    group_size = dict(zip([g for g, _ in temp_groups], temp_sizes))
+    for g, members, cls, space, size, all_tables in others:
         if space:
             other_spaces[f"S({space})"] = other_spaces.get(f"S({space})", 0) + size
             continue
         if cls == TEMP:
-            if all_tables:
-                # Temp index tables are not packed: each alias group's table is appended after
-                # the heap at an aligned offset (XLA's "combine temp allocations"; measured in
-                # the cpu, gpu and tpu-v3 dumps). tpu-v4 does not count them.
-                if be.count_tuple_tables:
-                    table_groups.append(members)
-                continue
-            temp_groups.append((g, members))
-            group_size[g] = size
+            # Temp index tables are not packed: each alias group's table is appended after
+            # the heap at an aligned offset (XLA's "combine temp allocations"; measured in
+            # the cpu, gpu and tpu-v3 dumps). tpu-v4 does not count them.
+            if be.count_tuple_tables:
+                table_groups.append(members)
             continue
         fixed = _Slot(len(slots), cls, size)
         fixed.group = g
@@ -1026,8 +1074,6 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # (BufferAssigner's AssignSingleHloBuffer). They are made largest first, ties in post
     # order, so that is smallest first and, among equal sizes, the latest in post order first
     # (measured on the bf16 step's dump, where the first-made-first order was 20% off).
-    roles = computation_roles(module)
-    post, xla_pos = _post_order_positions(module, roles)
 
     def created(s: _Slot) -> int:
         return min(post.get(m.computation, m.instruction, 0) for m in s.members)
@@ -1153,19 +1199,9 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # the size's rank (largest first) * span + the post-order position: it sorts as the pair
     # does, and below 2**30, as it mostly is, CPython compares such ints fastest (the pairs:
     # 12 ms of sorting on the pre-optimization llama step's 17,000 groups).
-    post_get, post_places, post_offset = post.get, post.places, post.offset
-    rank = {size: k for k, size in enumerate(sorted(set(group_size.values()), reverse=True))}
+    rank = {size: k for k, size in enumerate(sorted(set(temp_sizes), reverse=True))}
     span = len(post) + 1  # past every position
-    group_keys: list[int] = []
-    for g, members in temp_groups:
-        if len(members) == 1:  # most groups: post.get inline
-            v = members[0]
-            places = post_places.get(v.computation)
-            k = None if places is None else places.get(v.instruction)
-            at = 0 if k is None else post_offset[v.computation] + k
-        else:
-            at = min(post_get(v.computation, v.instruction, 0) for v in members)
-        group_keys.append(rank[group_size[g]] * span + at)
+    group_keys = [rank[size] * span + at for size, at in zip(temp_sizes, temp_places)]
     temp_groups = _sort_ties_apart(temp_groups, group_keys, lambda gm: buffer_key(gm[1]))
     heap_slots: list[_Slot] = []
     delayed: list[tuple[int, list[Value]]] = []
