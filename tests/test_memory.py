@@ -669,6 +669,35 @@ def test_the_compiled_builder_step_stops_where_the_python_must_speak() -> None:
 
 
 @needs_heaptree
+def test_the_compiled_builder_step_takes_a_bitcast_as_a_view() -> None:
+    """plain_steps schedules a bitcast under its operand's tree (the same dict), defining and
+    reading nothing, as _tree does; one without an operand, or whose operand has no tree, is
+    left to the Python."""
+    from hloscope.analysis import _heaptree
+    m = hloscope.parse(
+        "HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n"
+        "  c = f32[2,2]{1,0} bitcast(p)\n  n = f32[2,2]{1,0} negate(c)\n"
+        "  ROOT d = f32[4]{0} bitcast(n)\n}\n")
+    instrs = m.entry.instructions
+    p_tree = {(): 0}
+    trees: dict[tuple[str, str], dict[tuple[int, ...], int]] = {("e", "p"): p_tree}
+    schedule: list[object] = [("e", instrs[0])]
+    instr_at = {("e", "p"): instrs[0]}
+    defs: list[object] = [("e", instrs[0], (), instrs[0].shape, 0)]
+    uses, parent = [0], [0]
+    args = (schedule, instr_at, trees, defs, uses, parent, frozenset({"parameter", "bitcast"}),
+            ("-start",))
+    assert _heaptree.plain_steps(instrs, 1, "e", *args) == 4
+    assert trees[("e", "c")] is p_tree and trees[("e", "d")] is trees[("e", "n")]
+    assert uses == [2, 2] and parent == [0, 1] and len(defs) == 2
+    assert [i.name for _, i in schedule] == ["p", "c", "n", "d"] and ("e", "d") in instr_at
+    del trees[("e", "p")]
+    assert _heaptree.plain_steps(instrs, 1, "e", *args) == 1  # p has no tree: untouched
+    bare = m.entry.instructions[1].__class__(name="b", opcode="bitcast", shape=instrs[1].shape)
+    assert _heaptree.plain_steps((bare,), 0, "e", *args) == 0
+
+
+@needs_heaptree
 @pytest.mark.parametrize("path", HLO_FIXTURES, ids=fixture_id)
 def test_the_compiled_heap_keys_are_the_python_ones(path: str,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1564,11 +1564,47 @@ done:
  * plain_steps(instrs, i, name, schedule, instr_at, trees, defs, uses, parent, stop, suffixes)
  * takes instrs[i], instrs[i + 1], ... while each is a plain step: an array (its shape's
  * element_type is not "tuple", Shape.is_tuple) of its own, whose opcode is not in stop and
- * ends in none of suffixes, whose operands all have trees. Each is scheduled (schedule,
- * instr_at), reads its operands' values at its step (uses) and defines one value (defs, uses,
- * parent; its tree in trees), as run's loop does. Returns the index of the first instruction
- * it did not take (len(instrs) at the end), which run takes in Python, each untouched. */
-static PyObject *element_type_name = NULL, *tuple_text = NULL;
+ * ends in none of suffixes, whose operands all have trees; or a bitcast with operands that
+ * all have trees. Each is scheduled (schedule, instr_at); a plain step reads its operands'
+ * values at its step (uses) and defines one value (defs, uses, parent; its tree in trees), a
+ * bitcast names its first operand's tree (reading nothing), as run's loop and _tree do.
+ * Returns the index of the first instruction it did not take (len(instrs) at the end), which
+ * run takes in Python, each untouched. */
+static PyObject *element_type_name = NULL, *tuple_text = NULL, *bitcast_text = NULL;
+
+/* The trees of instr's operands into found (borrowed; *no their count, found grown where it
+ * must be): 1, 0 where one has none or is not a dict (run's Python takes the step), -1 with
+ * an exception set. */
+static int operand_trees(PyObject *instr, PyObject *name, PyObject *trees, PyObject ***found,
+                         PyObject **found_stack, Py_ssize_t *found_cap, Py_ssize_t *no) {
+    PyObject *operands = PyObject_GetAttr(instr, operands_name);
+    PyObject *ops = operands ? PySequence_Fast(operands, "operands must be a sequence") : NULL;
+    Py_XDECREF(operands);
+    if (!ops) return -1;
+    *no = PySequence_Fast_GET_SIZE(ops);
+    if (*no > *found_cap) {
+        PyObject **more = PyMem_Realloc(*found == found_stack ? NULL : *found,
+                                        *no * sizeof(PyObject *));
+        if (!more) { Py_DECREF(ops); PyErr_NoMemory(); return -1; }
+        *found = more;
+        *found_cap = *no;
+    }
+    int all = 1;
+    for (Py_ssize_t k = 0; k < *no && all; k++) {
+        PyObject *key = PyTuple_Pack(2, name, PySequence_Fast_GET_ITEM(ops, k));
+        PyObject *tree = key ? PyDict_GetItemWithError(trees, key) : NULL;
+        Py_XDECREF(key);
+        if (!tree) {
+            if (PyErr_Occurred()) { Py_DECREF(ops); return -1; }
+            all = 0;
+        } else if (!PyDict_Check(tree)) {
+            all = 0;
+        }
+        (*found)[k] = tree;  /* borrowed: trees holds it while this step runs */
+    }
+    Py_DECREF(ops);
+    return all;
+}
 
 static PyObject *plain_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 11 || !PyTuple_Check(args[0]) || !PyLong_Check(args[1]) ||
@@ -1599,6 +1635,26 @@ static PyObject *plain_steps(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyObject *instr = PyTuple_GET_ITEM(instrs, i);
         PyObject *opcode = PyObject_GetAttr(instr, opcode_name);
         if (!opcode) goto fail;
+        if (opcode == bitcast_text ||
+                (PyUnicode_Check(opcode) && PyUnicode_Compare(opcode, bitcast_text) == 0)) {
+            /* a view: its operand's tree under its own name, no value and no read */
+            Py_DECREF(opcode);
+            Py_ssize_t no = 0;
+            int all = operand_trees(instr, name, trees, &found, found_stack, &found_cap, &no);
+            if (all < 0) goto fail;
+            if (!all || !no) break;
+            PyObject *iname = PyObject_GetAttr(instr, name_name);
+            PyObject *key = iname ? PyTuple_Pack(2, name, iname) : NULL;
+            Py_XDECREF(iname);
+            PyObject *step = key ? PyTuple_Pack(2, name, instr) : NULL;
+            int ok = step && PyList_Append(schedule, step) == 0 &&
+                     PyDict_SetItem(instr_at, key, instr) == 0 &&
+                     PyDict_SetItem(trees, key, found[0]) == 0;
+            Py_XDECREF(step);
+            Py_XDECREF(key);
+            if (!ok) goto fail;
+            continue;
+        }
         int stops = PyUnicode_Check(opcode) ? PySet_Contains(stop, opcode) : 1;
         if (stops < 0) { Py_DECREF(opcode); goto fail; }
         int plain = !stops;
@@ -1617,35 +1673,11 @@ static PyObject *plain_steps(PyObject *self, PyObject *const *args, Py_ssize_t n
             (PyUnicode_Check(etype) && PyUnicode_Compare(etype, tuple_text) == 0);
         Py_DECREF(etype);
         if (is_tuple) { Py_DECREF(shape); break; }
-        PyObject *operands = PyObject_GetAttr(instr, operands_name);
-        PyObject *ops = operands ? PySequence_Fast(operands, "operands must be a sequence")
-                                 : NULL;
-        Py_XDECREF(operands);
-        if (!ops) { Py_DECREF(shape); goto fail; }
-        Py_ssize_t no = PySequence_Fast_GET_SIZE(ops);
-        if (no > found_cap) {
-            PyObject **more = PyMem_Realloc(found == found_stack ? NULL : found,
-                                            no * sizeof(PyObject *));
-            if (!more) { Py_DECREF(ops); Py_DECREF(shape); PyErr_NoMemory(); goto fail; }
-            found = more;
-            found_cap = no;
-        }
         /* every operand's tree first: where one is missing, run's Python says so */
-        int missing = 0;
-        for (Py_ssize_t k = 0; k < no && !missing; k++) {
-            PyObject *key = PyTuple_Pack(2, name, PySequence_Fast_GET_ITEM(ops, k));
-            PyObject *tree = key ? PyDict_GetItemWithError(trees, key) : NULL;
-            Py_XDECREF(key);
-            if (!tree) {
-                if (PyErr_Occurred()) { Py_DECREF(ops); Py_DECREF(shape); goto fail; }
-                missing = 1;
-            } else if (!PyDict_Check(tree)) {
-                missing = 1;
-            }
-            found[k] = tree;  /* borrowed: trees holds it while this step runs */
-        }
-        Py_DECREF(ops);
-        if (missing) { Py_DECREF(shape); break; }
+        Py_ssize_t no = 0;
+        int all = operand_trees(instr, name, trees, &found, found_stack, &found_cap, &no);
+        if (all < 0) { Py_DECREF(shape); goto fail; }
+        if (!all) { Py_DECREF(shape); break; }
         PyObject *iname = PyObject_GetAttr(instr, name_name);
         PyObject *key = iname ? PyTuple_Pack(2, name, iname) : NULL;
         Py_XDECREF(iname);
@@ -2226,6 +2258,7 @@ PyMODINIT_FUNC PyInit__heaptree(void) {
     shape_name = PyUnicode_InternFromString("shape");
     element_type_name = PyUnicode_InternFromString("element_type");
     tuple_text = PyUnicode_InternFromString("tuple");
+    bitcast_text = PyUnicode_InternFromString("bitcast");
     copy_text = PyUnicode_InternFromString("copy");
     get_name = PyUnicode_InternFromString("get");
     empty_tuple = PyTuple_New(0);
@@ -2242,6 +2275,7 @@ PyMODINIT_FUNC PyInit__heaptree(void) {
             !empty_str)
         return NULL;
     if (!operands_name || !shape_name || !element_type_name || !tuple_text || !copy_text ||
+            !bitcast_text ||
             !get_name || !empty_tuple || PyType_Ready(&OutputTableType) < 0 ||
             PyType_Ready(&HandoffType) < 0)
         return NULL;
