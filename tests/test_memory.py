@@ -531,6 +531,16 @@ def test_the_compiled_groups_split_is_the_python_one(rows, data) -> None:  # typ
     compiled = liveness._split_groups_c(groups(), instr_at, live_out, "e", places, offsets,
                                         liveness._CLASSES)
     assert compiled == python
+    # each value's instruction by id, as the analysis gives it, in place of the dict
+    by_value = [instr_at[(v.computation, v.instruction)] for v in values]
+    assert liveness._split_groups_c(groups(), by_value, live_out, "e", places, offsets,
+                                    liveness._CLASSES) == python
+    with pytest.raises(IndexError):
+        liveness._split_groups_c(groups(), by_value[:-1], live_out, "e", places, offsets,
+                                 liveness._CLASSES)
+    with pytest.raises(TypeError):
+        liveness._split_groups_c(groups(), tuple(by_value), live_out, "e", places, offsets,
+                                 liveness._CLASSES)
     for members in (m for _, m in python[0]):
         assert [(v.start, v.id) for v in members] == sorted((v.start, v.id) for v in members)
 

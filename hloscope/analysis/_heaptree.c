@@ -919,17 +919,38 @@ static PyObject *must_get(PyObject *dict, PyObject *key) {
     return got;
 }
 
-/* The instruction that defines value v, instr_at[(v.computation, v.instruction)] (borrowed),
- * with v's computation in *comp (a new reference, NULL where it could not be read); NULL with
- * an exception set. */
+/* The instruction that defines value v (borrowed), with v's computation in *comp (a new
+ * reference, NULL where it could not be read); NULL with an exception set. instr_at is either
+ * the builder's dict, (computation, name) -> instruction, or a list of each value's
+ * instruction by value id (liveness's def_instrs: no key to make, no dict to search). */
 static PyObject *defining_instr(PyObject *instr_at, PyObject *v, PyObject **comp) {
     *comp = vfield(v, V_COMPUTATION);
-    PyObject *iname = *comp ? vfield(v, V_INSTRUCTION) : NULL;
+    if (!*comp) return NULL;
+    if (PyList_Check(instr_at)) {
+        PyObject *id = vfield(v, V_ID);
+        Py_ssize_t k = id ? PyLong_AsSsize_t(id) : -1;
+        Py_XDECREF(id);
+        if (k == -1 && PyErr_Occurred()) return NULL;
+        if (k < 0 || k >= PyList_GET_SIZE(instr_at)) {
+            PyErr_SetString(PyExc_IndexError, "a value id past the instructions by value");
+            return NULL;
+        }
+        return PyList_GET_ITEM(instr_at, k);
+    }
+    PyObject *iname = vfield(v, V_INSTRUCTION);
     PyObject *key = iname ? PyTuple_Pack(2, *comp, iname) : NULL;
     PyObject *instr = key ? must_get(instr_at, key) : NULL;
     Py_XDECREF(iname);
     Py_XDECREF(key);
     return instr;
+}
+
+/* instr_at as defining_instr takes it: a dict or a list; 0, or -1 with TypeError */
+static int instr_lookup(PyObject *instr_at) {
+    if (PyDict_Check(instr_at) || PyList_Check(instr_at)) return 0;
+    PyErr_SetString(PyExc_TypeError, "instr_at: a dict by (computation, name) or a list by "
+                    "value id");
+    return -1;
 }
 
 /* operand_share: the allocation, -1 where none, -2 with an exception set. */
@@ -1011,17 +1032,17 @@ static int64_t as_int64(PyObject *o, int *error) {
  * size, in the order they are tried; output_sizes[k]: allocation k's size (ascending, as
  * the allocations are tried), output_groups[k]: the group it was made for; values: every
  * value by id, group_of: each value's group root; instr_at: (computation, name) ->
- * Instruction; trees: (computation, name) -> {index: value id}. A group that goes into an
- * allocation is added to it. */
+ * Instruction, or each value's instruction by id (defining_instr); trees: (computation,
+ * name) -> {index: value id}. A group that goes into an allocation is added to it. */
 static PyObject *output_table_place_temps(OutputTable *t, PyObject *args) {
     PyObject *groups, *roots, *sizes, *output_sizes, *output_groups;
     Temps c = {0};
     int temps_in_outputs;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!OOp", &PyList_Type, &groups, &PyList_Type,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!OO!OOp", &PyList_Type, &groups, &PyList_Type,
                           &roots, &PyList_Type, &sizes, &PyList_Type, &output_sizes,
                           &PyList_Type, &output_groups, &PyTuple_Type, &c.values, &PyList_Type,
-                          &c.group_of, &PyDict_Type, &c.instr_at, &PyDict_Type, &c.trees,
-                          &c.handoff, &c.dying, &temps_in_outputs))
+                          &c.group_of, &c.instr_at, &PyDict_Type, &c.trees,
+                          &c.handoff, &c.dying, &temps_in_outputs) || instr_lookup(c.instr_at) < 0)
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(groups);
     if (PyList_GET_SIZE(roots) != n || PyList_GET_SIZE(sizes) != n ||
@@ -1449,7 +1470,7 @@ done:
 
 /* ---- heap_takeovers: the heap simulator's replay, in C -------------------------------------
  * heap_takeovers(order, group_of, kind, instr_at, trees, values, handoff) -> [(group, taken
- * over)]: for each group of the heap in the order its first value comes (order: the heap's
+ * over)] (instr_at: as defining_instr takes it): for each group of the heap in the order its first value comes (order: the heap's
  * values sorted by (start, end, id)), the group whose buffer it takes over, or -1: a group of
  * one value (kind[root] 2; 1 for the heap's other groups) takes over the buffer of an
  * operand of its instruction, read as itself, whose value dies where it is defined, is alone
@@ -1457,9 +1478,9 @@ done:
  * (HeapSimulator::RunComputation). _assign's Python loop is the reference. */
 static PyObject *heap_takeovers(PyObject *self, PyObject *args) {
     PyObject *order, *group_of, *kind, *instr_at, *trees, *values, *handoff;
-    if (!PyArg_ParseTuple(args, "O!O!YO!O!O!O", &PyList_Type, &order, &PyList_Type, &group_of,
-                          &kind, &PyDict_Type, &instr_at, &PyDict_Type, &trees, &PyTuple_Type,
-                          &values, &handoff))
+    if (!PyArg_ParseTuple(args, "O!O!YOO!O!O", &PyList_Type, &order, &PyList_Type, &group_of,
+                          &kind, &instr_at, &PyDict_Type, &trees, &PyTuple_Type,
+                          &values, &handoff) || instr_lookup(instr_at) < 0)
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(group_of);
     if (PyByteArray_GET_SIZE(kind) != n || PyTuple_GET_SIZE(values) != n) {
@@ -2116,13 +2137,14 @@ static int sort_members(PyObject *members) {
 }
 
 /* split_groups(groups, instr_at, live_out, entry_name, post_places, post_offset, classes) ->
- * (temps, sizes, places, others): liveness._split_groups, which see (classes: the class of
- * each code, parameter, constant, output, temp). */
+ * (temps, sizes, places, others): liveness._split_groups, which see (instr_at: as
+ * defining_instr takes it; classes: the class of each code, parameter, constant, output,
+ * temp). */
 static PyObject *split_groups(PyObject *self, PyObject *args) {
     PyObject *groups, *instr_at, *live_out, *entry, *places, *offsets, *classes;
-    if (!PyArg_ParseTuple(args, "O!O!OOO!O!O!", &PyDict_Type, &groups, &PyDict_Type, &instr_at,
+    if (!PyArg_ParseTuple(args, "O!OOOO!O!O!", &PyDict_Type, &groups, &instr_at,
                           &live_out, &entry, &PyDict_Type, &places, &PyDict_Type, &offsets,
-                          &PyTuple_Type, &classes))
+                          &PyTuple_Type, &classes) || instr_lookup(instr_at) < 0)
         return NULL;
     if (!PyAnySet_Check(live_out) || PyTuple_GET_SIZE(classes) != 4) {
         PyErr_SetString(PyExc_TypeError, "live_out: a set; classes: four");

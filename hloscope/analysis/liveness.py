@@ -617,11 +617,14 @@ def analyze(module: Module, backend: Optional[str | Backend] = None) -> Analysis
     values = (_make_values if _compiled_make_values is None else _compiled_make_values)(
         b.defs, b.uses, live_out, aliased, module.entry_name, end, _new_value, source_of,
         facts_of)
+    # Each value's instruction, by value id: the compiled loops find it there, not by a
+    # (computation, name) key in instr_at.
+    def_instrs = [d[1] for d in b.defs]
     # Every value is made: what the builder kept per value goes now, before the assignment
     # (the peak of a large module's analysis).
     b.defs, b.uses = [], []
     return _assign(module, be, tuple(b.schedule), tuple(values), b, live_out, end,
-                   frozenset(aliased))
+                   frozenset(aliased), def_instrs)
 
 
 def _make_values(defs: list[tuple[str, Instruction, Index, Shape, int]], uses: list[int],
@@ -1016,7 +1019,8 @@ _split_groups_c: Optional[Callable[..., Any]] = compiled("hloscope.analysis._hea
 
 def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction], ...],
             values: tuple[Value, ...], b: _Builder, live_out: set[int], end: int,
-            aliased: frozenset[int] = frozenset()) -> Analysis:
+            aliased: frozenset[int] = frozenset(),
+            def_instrs: Optional[list[Instruction]] = None) -> Analysis:
     # Groups of values that must share storage, each by its root's value id. Values are
     # numbered from 0 in order (analyze makes them so), and most are their own root.
     parent, find = b.parent, b.find
@@ -1030,6 +1034,8 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
             members.append(v)
     instr_at = b.instr_at
     trees = b.trees
+    # what the compiled loops look a value's instruction up in
+    by_value: Any = def_instrs if def_instrs is not None else instr_at
 
     entry_name = module.entry_name
     roles = computation_roles(module)
@@ -1045,7 +1051,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     temp_groups, temp_sizes, temp_places, others = \
         _split_groups(groups, instr_at, live_out, entry_name, post.places, post.offset) \
         if _split_groups_c is None else _split_groups_c(
-            groups, instr_at, live_out, entry_name, post.places, post.offset, _CLASSES)
+            groups, by_value, live_out, entry_name, post.places, post.offset, _CLASSES)
     # a temporary group's size: its largest value's
     group_size = dict(zip([g for g, _ in temp_groups], temp_sizes))
     for g, members, cls, space, size, all_tables in others:
@@ -1214,7 +1220,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         placed = outputs.table.place_temps(
             [members for _, members in temp_groups], [g for g, _ in temp_groups],
             [group_size[g] for g, _ in temp_groups], output_sizes,
-            [s.group for s in output_slots], values, group_of, instr_at, trees, handoff,
+            [s.group for s in output_slots], values, group_of, by_value, trees, handoff,
             _dying, be.temps_in_outputs)
         for (g, members), k in zip(temp_groups, placed):
             if k < 0:
@@ -1257,7 +1263,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
         kind = bytearray(len(values))  # a group root's: 2 single in the heap, 1 in the heap
         for g, members in delayed:
             kind[g] = 2 if len(members) == 1 else 1
-        took = _heaptree_takeovers(order, group_of, kind, instr_at, trees, values, handoff)
+        took = _heaptree_takeovers(order, group_of, kind, by_value, trees, values, handoff)
     else:
         single = {g for g, members in delayed if len(members) == 1}
         in_heap = {v.id for _, members in delayed for v in members}
