@@ -618,6 +618,14 @@ def test_the_compiled_handoff_rule_answers_as_the_python_one() -> None:
         _heaptree.Handoff(instr_at, trees, None)
     with pytest.raises(TypeError):
         _heaptree.Handoff([], trees, share)
+    # each value's instruction found by its id where a list of them is given
+    by_id = _heaptree.Handoff(instr_at, trees, share, list(m.entry.instructions))
+    assert by_id(value(1, "a"), value(3, "b")) is True and asked[-1] == ("b", 1)
+    assert by_id(value(1, "a"), value(2, "c")) is False  # a copy
+    with pytest.raises(IndexError):
+        by_id(value(1, "a"), value(9, "x"))
+    with pytest.raises(TypeError):
+        _heaptree.Handoff(instr_at, trees, share, tuple(m.entry.instructions))
 
 
 @needs_heaptree

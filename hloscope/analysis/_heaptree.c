@@ -1748,14 +1748,16 @@ fail:
 
 /* ---- Handoff: liveness._assign's handoff(earlier, later), compiled ------------------------
  *
- * Handoff(instr_at, trees, share) is a callable: handoff(earlier, later) -> bool, whether
- * later may take over earlier's buffer where earlier dies: later's instruction is not a copy,
- * and for an operand of it whose tree's root value is earlier, share(instruction, operand
- * index, the operand's shape, later's index) says yes (the backend's rule, with the module
- * bound). The Python closure in _assign is the reference. */
+ * Handoff(instr_at, trees, share[, by_value]) is a callable: handoff(earlier, later) -> bool,
+ * whether later may take over earlier's buffer where earlier dies: later's instruction (found
+ * in by_value, as defining_instr takes it; instr_at where not given) is not a copy, and for
+ * an operand of it whose tree's root value is earlier, share(instruction, operand index, the
+ * operand's shape, later's index) says yes (the backend's rule, with the module bound). The
+ * Python closure in _assign is the reference. */
 typedef struct {
     PyObject_HEAD
     PyObject *instr_at, *trees, *share;
+    PyObject *by_value;  /* where later's instruction is found: instr_at, or a list by id */
     /* the last question and its answer: the search for an output allocation asks about the
      * same pair again when it checks the allocation's members */
     PyObject *last_earlier, *last_later, *last_answer;
@@ -1769,6 +1771,7 @@ static void handoff_dealloc(Handoff *h) {
     Py_CLEAR(h->instr_at);
     Py_CLEAR(h->trees);
     Py_CLEAR(h->share);
+    Py_CLEAR(h->by_value);
     Py_CLEAR(h->last_earlier);
     Py_CLEAR(h->last_later);
     Py_CLEAR(h->last_answer);
@@ -1779,6 +1782,7 @@ static int handoff_traverse(Handoff *h, visitproc visit, void *arg) {
     Py_VISIT(h->instr_at);
     Py_VISIT(h->trees);
     Py_VISIT(h->share);
+    Py_VISIT(h->by_value);
     Py_VISIT(h->last_earlier);
     Py_VISIT(h->last_later);
     return 0;
@@ -1788,9 +1792,10 @@ static PyObject *handoff_vectorcall(Handoff *h, PyObject *const *args, size_t na
                                     PyObject *kwnames);
 
 static PyObject *handoff_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    PyObject *instr_at, *trees, *share;
-    if (!PyArg_ParseTuple(args, "O!O!O:Handoff", &PyDict_Type, &instr_at, &PyDict_Type, &trees,
-                          &share))
+    PyObject *instr_at, *trees, *share, *by_value = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!O|O:Handoff", &PyDict_Type, &instr_at, &PyDict_Type,
+                          &trees, &share, &by_value) ||
+            (by_value && instr_lookup(by_value) < 0))
         return NULL;
     if (!PyCallable_Check(share)) {
         PyErr_SetString(PyExc_TypeError, "Handoff: share must be callable");
@@ -1801,6 +1806,7 @@ static PyObject *handoff_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     h->instr_at = Py_NewRef(instr_at);
     h->trees = Py_NewRef(trees);
     h->share = Py_NewRef(share);
+    h->by_value = Py_NewRef(by_value ? by_value : instr_at);
     h->vectorcall = (vectorcallfunc)handoff_vectorcall;
     return (PyObject *)h;
 }
@@ -1828,7 +1834,7 @@ static PyObject *handoff_vectorcall(Handoff *h, PyObject *const *args, size_t na
 
 static PyObject *handoff_answer(Handoff *h, PyObject *earlier, PyObject *later) {
     PyObject *comp;
-    PyObject *instr = defining_instr(h->instr_at, later, &comp);  /* borrowed */
+    PyObject *instr = defining_instr(h->by_value, later, &comp);  /* borrowed */
     PyObject *opcode = instr ? PyObject_GetAttr(instr, opcode_name) : NULL;
     PyObject *eid = opcode ? vfield(earlier, V_ID) : NULL;
     PyObject *operands = eid ? PyObject_GetAttr(instr, operands_name) : NULL;
@@ -2232,8 +2238,9 @@ static PyTypeObject HandoffType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_traverse = (traverseproc)handoff_traverse,
     .tp_new = handoff_new,
-    .tp_doc = "Handoff(instr_at, trees, share): handoff(earlier, later) -> bool, liveness."
-              "_assign's handoff compiled (share: the backend's rule with the module bound).",
+    .tp_doc = "Handoff(instr_at, trees, share[, by_value]): handoff(earlier, later) -> bool, "
+              "liveness._assign's handoff compiled (share: the backend's rule with the module "
+              "bound; by_value: each value's instruction by id).",
 };
 
 static PyMethodDef methods[] = {

@@ -1137,7 +1137,7 @@ def _assign(module: Module, be: Backend, schedule: tuple[tuple[str, Instruction]
     # The same rule in C where it is built, the backend's share rule called with the module
     # bound (the closure above is the reference: tests compare the two).
     handoff: Callable[[Value, Value], bool] = handoff_py if COMPILED_HANDOFF is None else \
-        COMPILED_HANDOFF(instr_at, trees, partial(be.share, module))
+        COMPILED_HANDOFF(instr_at, trees, partial(be.share, module), by_value)
 
     def dying_operands(v: Value, elements: bool = True) -> Iterator[Value]:
         """The operands of ``v``'s instruction that _dying gives (the heap simulator asks
