@@ -106,3 +106,23 @@ def test_fast_constructor_makes_what_the_class_makes() -> None:
         a: int
 
     assert ir.fast_constructor(Plain) is Plain
+
+
+def test_a_module_lists_the_instructions_that_call_computations_once() -> None:
+    """Module.calls(): per computation, in order, the instructions that call one (a fusion, a
+    reduce); found once and kept; a module made from it by replace finds its own."""
+    import hloscope
+    m = hloscope.parse(
+        "HloModule m\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n}\n\nf {\n  p = f32[4]{0} parameter(0)\n"
+        "  ROOT n = f32[4]{0} negate(p)\n}\n\nENTRY e {\n  x = f32[4]{0} parameter(0)\n"
+        "  y = f32[4]{0} fusion(x), kind=kLoop, calls=f\n  z = f32[] constant(0)\n"
+        "  ROOT r = f32[] reduce(y, z), dimensions={0}, to_apply=add\n}\n")
+    calls = m.calls()
+    assert [[i.name for i in c] for c in calls] == [[], [], ["y", "r"]]
+    assert m.calls() is calls
+    assert m.fused_computation_names() == frozenset({"f"})
+    assert {k: [i.name for _, i in v] for k, v in m.called_by().items()} == \
+        {"f": ["y"], "add": ["r"]}
+    entry_only = dataclasses.replace(m, computations=(m.entry,))
+    assert [[i.name for i in c] for c in entry_only.calls()] == [["y", "r"]]

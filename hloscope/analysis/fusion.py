@@ -231,9 +231,9 @@ def _cluster(module: Module, comp: Computation, instr: Instruction, parent: Opti
 def fusion_owners(module: Module) -> dict[str, str]:
     """For each fused computation, the (first) fusion instruction that calls it."""
     owner: dict[str, str] = {}
-    for comp in module.computations:
-        for instr in comp.instructions:
-            if instr.opcode == "fusion" and instr.called_computations:
+    for calls in module.calls():
+        for instr in calls:
+            if instr.opcode == "fusion":
                 owner.setdefault(instr.called_computations[0], instr.name)
     return owner
 
@@ -244,19 +244,18 @@ def fusion_clusters(module: Module) -> tuple[FusionCluster, ...]:
     fusion whose computation holds it is not guaranteed: follow ``parent``)."""
     owner = fusion_owners(module)
     nested: dict[str, list[str]] = {}
-    for comp in module.computations:
+    for comp, calls in zip(module.computations, module.calls()):
         if comp.name in owner:
-            for instr in comp.instructions:
-                if instr.opcode == "fusion" and instr.called_computations:
+            for instr in calls:
+                if instr.opcode == "fusion":
                     nested.setdefault(owner[comp.name], []).append(instr.name)
     out: list[FusionCluster] = []
     cache: dict[int, ValueRef] = {}
     frames: dict[int, str] = {}
-    for comp in module.computations:
-        fusions = [i for i in comp.instructions if i.opcode == "fusion" and i.called_computations]
-        if not fusions:
-            continue
-        for instr in fusions:
+    for comp, calls in zip(module.computations, module.calls()):
+        for instr in calls:
+            if instr.opcode != "fusion":
+                continue
             out.append(_cluster(module, comp, instr, owner.get(comp.name), cache, frames,
                                 tuple(nested.get(instr.name, ()))))
     return tuple(out)

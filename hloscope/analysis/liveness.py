@@ -1615,9 +1615,8 @@ def _post_order_positions(module: Module, roles: dict[str, str]
     # Each computation's callees, in one pass over the instructions.
     callees_of: dict[str, list[str]] = {}
     called: set[str] = set()
-    for comp in module.computations:
-        callees = [c for i in comp.instructions if i.called_computations
-                   for c in i.called_computations]
+    for comp, calls in zip(module.computations, module.calls()):
+        callees = [c for i in calls for c in i.called_computations]
         callees_of.setdefault(comp.name, callees)  # module.computation(name): the first
         called.update(callees)
     order: list[str] = []

@@ -45,10 +45,8 @@ def _sorted_counts(counter: Counter[str]) -> dict[str, int]:
 def computation_roles(module: Module) -> dict[str, str]:
     """How each computation is used: entry, fused, control-flow, async, applied or unused."""
     roles: dict[str, str] = {module.entry_name: "entry"}
-    for comp in module.computations:
-        for instr in comp.instructions:
-            if not instr.called_computations:
-                continue  # most instructions: nothing to give a role
+    for calls in module.calls():  # the instructions that call computations, in order
+        for instr in calls:
             if instr.opcode == "fusion":
                 role = "fused"
             elif instr.opcode in CONTROL_FLOW_OPCODES:

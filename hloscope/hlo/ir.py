@@ -363,9 +363,24 @@ class Module:
     # reads one; hloscope reads a list too, and says so where it reads one.
     bare_instructions: int = field(default=0, compare=False)
     _index: dict[str, Computation] = field(default_factory=dict, compare=False, repr=False)
+    # Module.calls(), found at the first ask and kept.
+    _calls: Optional[tuple[tuple[Instruction, ...], ...]] = field(
+        default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", {c.name: c for c in self.computations})
+
+    def calls(self) -> tuple[tuple[Instruction, ...], ...]:
+        """Per computation, in order, its instructions that call a computation (a fusion, a
+        loop, a reduce's reducer ...): found in one pass over the module at the first ask,
+        then kept (the liveness, the unfused estimate and the summary each walked every
+        instruction for these: 47,000 of them on the 32-layer llama step, for 5,000 calls)."""
+        made = self._calls
+        if made is None:
+            made = tuple(tuple(i for i in c.instructions if i.called_computations)
+                         for c in self.computations)
+            object.__setattr__(self, "_calls", made)
+        return made
 
     @property
     def entry(self) -> Computation:
@@ -412,13 +427,13 @@ class Module:
     def called_by(self) -> dict[str, list[tuple[Computation, Instruction]]]:
         """For each computation name, the (computation, instruction) pairs that call it."""
         out: dict[str, list[tuple[Computation, Instruction]]] = {}
-        for comp in self.computations:
-            for instr in comp.instructions:
+        for comp, calls in zip(self.computations, self.calls()):
+            for instr in calls:
                 for callee in instr.called_computations:
                     out.setdefault(callee, []).append((comp, instr))
         return out
 
     def fused_computation_names(self) -> frozenset[str]:
         """Names of computations called by a fusion instruction."""
-        return frozenset(callee for comp in self.computations for i in comp.instructions
+        return frozenset(callee for calls in self.calls() for i in calls
                          if i.opcode == "fusion" for callee in i.called_computations)
