@@ -497,7 +497,8 @@ def test_eliminated_groups_count_each_value_once_in_every_grouping() -> None:
                           st.booleans(), st.booleans()),
                 min_size=1, max_size=24),
        st.data())
-def test_the_compiled_groups_split_is_the_python_one(rows, data) -> None:  # type: ignore[no-untyped-def]
+def test_the_compiled_groups_split_is_the_python_one(rows: list[tuple[object, ...]],
+                                                     data: st.DataObject) -> None:
     """_heaptree.split_groups splits drawn groups as liveness._split_groups does: values of
     any opcode, in the entry or not, live out or not, in another memory space, index tables,
     with or without a place in post order; groups of several values sorted by start."""
