@@ -1470,8 +1470,9 @@ done:
 
 /* ---- heap_takeovers: the heap simulator's replay, in C -------------------------------------
  * heap_takeovers(order, group_of, kind, instr_at, trees, values, handoff) -> [(group, taken
- * over)] (instr_at: as defining_instr takes it): for each group of the heap in the order its first value comes (order: the heap's
- * values sorted by (start, end, id)), the group whose buffer it takes over, or -1: a group of
+ * over)] (instr_at: as defining_instr takes it): for each group of the heap in the order its
+ * first value comes (order: the heap's values sorted by (start, end, id)), the group whose
+ * buffer it takes over, or -1: a group of
  * one value (kind[root] 2; 1 for the heap's other groups) takes over the buffer of an
  * operand of its instruction, read as itself, whose value dies where it is defined, is alone
  * in its group in the heap, was not taken over before, and that handoff(u, v) lets it take
@@ -2180,8 +2181,10 @@ static PyObject *split_groups(PyObject *self, PyObject *args) {
             PyObject *vt = vz ? vfield(v, V_IS_TABLE) : NULL;
             int table = vt ? PyObject_IsTrue(vt) : -1;
             Py_XDECREF(vt);
-            int more_space = table < 0 ? -1 : !space ? 1 : PyObject_RichCompareBool(vs, space, Py_GT);
-            int more_size = more_space < 0 ? -1 : !size ? 1 : PyObject_RichCompareBool(vz, size, Py_GT);
+            int more_space = table < 0 ? -1 : !space ? 1
+                : PyObject_RichCompareBool(vs, space, Py_GT);
+            int more_size = more_space < 0 ? -1 : !size ? 1
+                : PyObject_RichCompareBool(vz, size, Py_GT);
             if (more_size < 0) { Py_XDECREF(vs); Py_XDECREF(vz); goto fail; }
             if (more_space) Py_XSETREF(space, Py_NewRef(vs));
             if (more_size) Py_XSETREF(size, Py_NewRef(vz));
@@ -2300,8 +2303,8 @@ PyMODINIT_FUNC PyInit__heaptree(void) {
     fusion_name = PyUnicode_InternFromString("fusion");
     constant_name = PyUnicode_InternFromString("constant");
     is_output_name = PyUnicode_InternFromString("is_output");
-    if (!fusion_name || !is_output_name || !constant_name || !parameter_name || !opcode_name || !metadata_name || !op_name_name || !name_name ||
-            !empty_str)
+    if (!fusion_name || !is_output_name || !constant_name || !parameter_name || !opcode_name ||
+            !metadata_name || !op_name_name || !name_name || !empty_str)
         return NULL;
     if (!operands_name || !shape_name || !element_type_name || !tuple_text || !copy_text ||
             !bitcast_text ||
