@@ -1612,7 +1612,7 @@ def _post_order_positions(module: Module, roles: dict[str, str]
     in XLA's computation post order instead, the order XLA numbers its values in
     (HloDataflowAnalysis walks MakeComputationPostOrder, then each computation's
     MakeInstructionPostOrder: measured, the dumps' value ids follow it)."""
-    # Each computation's callees, in one pass over the instructions.
+    # Each computation's callees, from its calling instructions (Module.calls).
     callees_of: dict[str, list[str]] = {}
     called: set[str] = set()
     for comp, calls in zip(module.computations, module.calls()):

@@ -175,7 +175,7 @@ def eliminated_intermediates(unfused: Analysis, expanded: Unfused) -> Eliminated
     output: with fusion they never become buffers."""
     index_of = {c.name: c._index for c in unfused.module.computations}
     peak = unfused.figures.peak_step
-    made = None if _compiled_groups is None else \
+    made = None if _compiled_groups is None or not isinstance(unfused.values, tuple) else \
         _compiled_groups(unfused.values, expanded.origins, index_of, _SKIPPED, peak)
     count, total, at_peak, at_peak_count, (by_fusion, by_op_name, by_opcode, by_source) = \
         made if made is not None else \

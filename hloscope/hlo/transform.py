@@ -138,7 +138,7 @@ class _Merger:
     """Duplicated producers merged as the expansion makes them: an op equal to one before it
     in the computation (``_merge_key``) that came from inside a fusion and is not its output
     is not made, and the ops of its fusion read the earlier one instead. _speedups.merge_target
-    (and expand_fusion given ``seen``) is ``target`` compiled, over its own ``seen``."""
+    (and expand_fusion, which asks it) is ``target`` compiled, over a table of its own."""
 
     def __init__(self) -> None:
         self.seen: dict[tuple[object, ...], str] = {}
@@ -370,8 +370,8 @@ class _Expander:
             if fused.root.opcode == "parameter":
                 rename[instr.name] = instr.operands[fused.root.parameter_number or 0]
         if rename:
-            # An op printed before the fusion whose name it reads (the text need not be in
-            # order): it reads the fusion's parameter too.
+            # An op listed before the fusion whose name it reads (a module made in code need
+            # not be in order; the parser asks it of a text): it reads the fusion's operand too.
             out = [_renamed(i, name_of) if not rename.keys().isdisjoint(i.operands) else i
                    for i in out]
         final = [_rename_control(i, name_of) for i in out] if controls else out
@@ -591,7 +591,8 @@ def post_order_schedule(comp: Computation) -> list[Instruction]:
 
 
 def post_order_names(comp: Computation) -> list[str]:
-    """``post_order_schedule``'s order, by instruction name."""
+    """``post_order_schedule``'s order, by instruction name (the one reschedule kept, where
+    it found it)."""
     known = comp._post_order
     if known is not None:
         return list(known)
