@@ -67,7 +67,8 @@ def test_unfuse_expands_in_place_with_unique_names() -> None:
     assert hloscope.parse(print_module(u.module)) == u.module
 
 
-def test_unfuse_renames_a_read_printed_before_a_pass_through_fusion() -> None:
+def test_unfuse_renames_a_read_printed_before_a_pass_through_fusion(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A module made in code need not list an op after the ops it reads (the parser asks it of
     a text): an op listed before a fusion whose root is its parameter, reading that fusion,
     reads the fusion's operand once unfused, with the compiled loops and without."""
@@ -90,11 +91,9 @@ ENTRY %main (x: f32[4]) -> f32[4] {
     shuffled = dataclasses.replace(m, computations=tuple(
         entry if c.name == m.entry_name else c for c in m.computations))
     for loops in (transform._unfuse_loops, None):
-        transform_loops, transform._unfuse_loops = transform._unfuse_loops, loops
-        try:
+        with monkeypatch.context() as patched:
+            patched.setattr(transform, "_unfuse_loops", loops)
             u = unfuse(shuffled)
-        finally:
-            transform._unfuse_loops = transform_loops
         assert [(i.name, i.operands) for i in u.module.entry] == [
             ("x", ()), ("n", ("x",)), ("a", ("n", "x"))]
 
